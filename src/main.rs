@@ -1,10 +1,31 @@
 //! The `factory-mcp` binary: parses the command line and dispatches each subcommand to the
 //! crate that owns it. No logic lives here.
 
-use clap::Parser;
-use factory_server::cli::{Cli, Command};
+use std::process::ExitCode;
 
-fn main() -> std::process::ExitCode {
+use clap::{Parser, Subcommand};
+
+/// MCP tool server for Prime Intellect Model Factory.
+#[derive(Debug, Parser)]
+#[command(name = "factory-mcp", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the platform simulator alone (for the `prime` CLI or other clients).
+    Sandbox(factory_sandbox::cli::SandboxArgs),
+    /// Validate a prime-rl TOML config (exit 0 valid, 1 invalid, 2 unusable input).
+    CheckConfig(factory_server::check_config::CheckConfigArgs),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Sandbox(args) => factory_sandbox::cli::run(args).await,
+        Command::CheckConfig(args) => factory_server::check_config::run(args),
+    }
 }
