@@ -2,3 +2,5 @@
 //! Host/Origin checks, tool gating, and tracing set-up.
 
 pub mod check_config;
+pub mod settings;
+pub mod tracing_setup;

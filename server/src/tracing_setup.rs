@@ -1,0 +1,1 @@
+//! Tracing to stderr only, through a layer that redacts every event.

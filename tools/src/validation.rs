@@ -1,0 +1,1 @@
+//! Config validation glue shared by the `validate_config` tool and `check-config`: the native validator of `factory-config`, plus the optional authoritative checkers (a prime-rl checkout, the `prime` CLI) run as time-bounded child processes.
