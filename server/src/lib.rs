@@ -2,5 +2,6 @@
 //! Host/Origin checks, tool gating, and tracing set-up.
 
 pub mod check_config;
+pub mod http;
 pub mod settings;
 pub mod tracing_setup;

@@ -2,4 +2,75 @@
 //! and the rmcp `ServerHandler` that serves them. Tools are thin: parse, ask `policies`, call
 //! `platform`, shape the result.
 
+pub mod account;
+pub mod catalogue;
+pub mod owner;
+pub mod reply;
+pub mod runs;
+pub mod schema;
+pub mod server;
+pub mod state;
+pub mod traces;
 pub mod validation;
+
+use std::sync::Arc;
+
+pub use server::FactoryServer;
+pub use state::AppState;
+
+/// Short guidance for assistants: how the tools fit together.
+pub const INSTRUCTIONS: &str = "Operate Prime Intellect Model Factory training runs. Start with whoami (who and which team), then list_models/list_gpus. Check a config with validate_config before planning. Read runs with list_runs, get_run, get_progress, get_metrics, get_logs (bounded; pass component/level/search), list_checkpoints, list_traces; fetch_traces writes trace files under the workspace. Secrets are never passed as values: name them (WANDB_API_KEY, HF_TOKEN).";
+
+/// Every tool this server implements, in catalogue order.
+pub fn all_tools() -> Vec<server::ToolDef<AppState>> {
+    let mut defs = account::tools();
+    defs.extend(runs::tools());
+    defs.extend(traces::tools());
+    defs
+}
+
+/// A server over `state` with the tools `enabled` lets through.
+pub fn build_server(
+    state: Arc<AppState>,
+    enabled: impl Fn(&catalogue::ToolSpec) -> bool,
+) -> FactoryServer<AppState> {
+    FactoryServer::new(state, all_tools(), enabled, INSTRUCTIONS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_is_in_the_catalogue_and_every_catalogue_entry_has_a_tool() {
+        let defs = all_tools();
+        let mut names: Vec<&str> = defs.iter().map(|d| d.spec.name).collect();
+        names.sort_unstable();
+        let mut listed: Vec<&str> = catalogue::CATALOGUE.iter().map(|t| t.name).collect();
+        listed.sort_unstable();
+        assert_eq!(names, listed);
+    }
+
+    #[test]
+    fn every_input_schema_is_portable_and_every_output_schema_is_an_object() {
+        for def in all_tools() {
+            let input = serde_json::Value::Object((*def.tool.input_schema).clone());
+            let problems = schema::portability_violations(&input);
+            assert!(problems.is_empty(), "{}: {problems:#?}\n{input:#}", def.spec.name);
+            let output = def.tool.output_schema.as_ref().expect("every tool has an output schema");
+            assert_eq!(output.get("type"), Some(&serde_json::json!("object")), "{}", def.spec.name);
+        }
+    }
+
+    #[test]
+    fn every_tool_sets_all_four_hints_as_the_catalogue_says() {
+        for def in all_tools() {
+            let a = def.tool.annotations.as_ref().expect("annotations");
+            let h = def.spec.hints;
+            assert_eq!(a.read_only_hint, Some(h.read_only), "{}", def.spec.name);
+            assert_eq!(a.destructive_hint, Some(h.destructive), "{}", def.spec.name);
+            assert_eq!(a.idempotent_hint, Some(h.idempotent), "{}", def.spec.name);
+            assert_eq!(a.open_world_hint, Some(h.open_world), "{}", def.spec.name);
+        }
+    }
+}

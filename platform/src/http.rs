@@ -1,0 +1,568 @@
+//! The shared request core for both services: URL building (`{base}/api/v1{path}`), headers
+//! (`Authorization: Bearer`, `Content-Type: application/json` on every platform request,
+//! `User-Agent: factory-mcp/<version>`, `X-Prime-Team-ID` on traces), per-call timeouts, the
+//! 2xx JSON-object check (204 → `{}`), error mapping and retries of idempotent GETs.
+//!
+//! Tracing events carry the method, the path and the status; never a header or a body.
+
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use url::Url;
+
+use crate::error::{FieldError, PlatformError};
+use crate::settings::{PlatformSettings, RetryPolicy};
+
+/// The `User-Agent` of every request.
+pub const USER_AGENT: &str = concat!("factory-mcp/", env!("CARGO_PKG_VERSION"));
+
+/// Header carrying the team on traces-service calls.
+pub const TEAM_HEADER: &str = "X-Prime-Team-ID";
+
+/// Largest error body read to build a message; the rest is dropped.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Longest server detail quoted in an error message.
+const MAX_DETAIL_CHARS: usize = 2000;
+
+/// Everything in a path segment except RFC 3986 unreserved characters is percent-encoded.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// Which service a call goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Service {
+    /// The platform API (`base_url`).
+    Platform,
+    /// Prime Traces (`traces_url`).
+    Traces,
+}
+
+/// One HTTP call, described before it is sent.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub method: Method,
+    pub service: Service,
+    /// Path after `/api/v1`, segments already encoded (see [`segment`]).
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    /// JSON body bytes. Can hold secrets (create/resume): never logged, never in an error.
+    pub body: Option<Vec<u8>>,
+    pub timeout: Duration,
+    /// Retry on 429/502/503/504/timeout/transport. Only for idempotent reads.
+    pub retry: bool,
+    /// `X-Prime-Team-ID` (traces only).
+    pub team_header: Option<String>,
+}
+
+impl Call {
+    /// A call with no query, no body, the default timeout and no retry.
+    pub fn new(method: Method, service: Service, path: String, timeout: Duration) -> Self {
+        Call {
+            method,
+            service,
+            path,
+            query: Vec::new(),
+            body: None,
+            timeout,
+            retry: false,
+            team_header: None,
+        }
+    }
+
+    /// A GET, retried on transient failures.
+    pub fn get(service: Service, path: String, timeout: Duration) -> Self {
+        Call {
+            retry: true,
+            ..Call::new(Method::GET, service, path, timeout)
+        }
+    }
+
+    /// Add a query parameter.
+    pub fn query(mut self, name: impl Into<String>, value: impl ToString) -> Self {
+        self.query.push((name.into(), value.to_string()));
+        self
+    }
+
+    /// Add a query parameter when the value is present.
+    pub fn query_opt<V: ToString>(self, name: impl Into<String>, value: Option<V>) -> Self {
+        match value {
+            Some(v) => self.query(name, v),
+            None => self,
+        }
+    }
+
+    /// Serialise a JSON body.
+    pub fn json<B: Serialize + ?Sized>(mut self, body: &B) -> Result<Self, PlatformError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| {
+            PlatformError::InvalidArgument(format!("request body cannot be encoded: {e}"))
+        })?;
+        self.body = Some(bytes);
+        Ok(self)
+    }
+
+    /// `METHOD /path`, for messages and logs.
+    pub fn endpoint(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+}
+
+/// Encode one caller-supplied id as a path segment. Empty ids, ids containing `/`, and the
+/// dot segments `.`/`..` are refused: URL parsers (WHATWG, so reqwest too) turn `%2E` back
+/// into a dot segment, so they could only ever reach a different endpoint.
+pub(crate) fn segment(value: &str, what: &str) -> Result<String, PlatformError> {
+    if value.is_empty() {
+        return Err(PlatformError::InvalidArgument(format!("{what} is empty")));
+    }
+    if value.contains('/') {
+        return Err(PlatformError::InvalidArgument(format!(
+            "{what} '{value}' contains '/', which no id can contain"
+        )));
+    }
+    if value == "." || value == ".." {
+        return Err(PlatformError::InvalidArgument(format!(
+            "{what} '{value}' is not a valid id"
+        )));
+    }
+    Ok(utf8_percent_encode(value, SEGMENT).to_string())
+}
+
+/// The request core shared by every endpoint module.
+#[derive(Debug, Clone)]
+pub(crate) struct Http {
+    client: reqwest::Client,
+    pub settings: PlatformSettings,
+}
+
+impl Http {
+    /// Build the reqwest client (rustls, connect timeout, redirects followed as httpx does).
+    pub fn new(settings: PlatformSettings) -> Result<Self, PlatformError> {
+        let client = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .connect_timeout(settings.timeouts.connect)
+            .build()
+            .map_err(|e| PlatformError::Transport {
+                endpoint: "client set-up".to_owned(),
+                message: error_chain(&e),
+                maybe_sent: false,
+            })?;
+        Ok(Http { client, settings })
+    }
+
+    fn url(&self, call: &Call) -> Result<Url, PlatformError> {
+        let base = match call.service {
+            Service::Platform => &self.settings.base_url,
+            Service::Traces => &self.settings.traces_url,
+        };
+        let raw = format!("{}/api/v1{}", base.trim_end_matches('/'), call.path);
+        let mut url = Url::parse(&raw).map_err(|e| {
+            PlatformError::InvalidArgument(format!("invalid service URL '{raw}': {e}"))
+        })?;
+        if !call.query.is_empty() {
+            let mut pairs = url.query_pairs_mut();
+            for (k, v) in &call.query {
+                pairs.append_pair(k, v);
+            }
+        }
+        Ok(url)
+    }
+
+    fn headers(&self, call: &Call) -> Result<HeaderMap, PlatformError> {
+        let key = self
+            .settings
+            .api_key
+            .as_ref()
+            .ok_or(PlatformError::MissingApiKey)?;
+        let mut auth =
+            HeaderValue::from_str(&format!("Bearer {}", key.expose_secret())).map_err(|_| {
+                PlatformError::InvalidArgument(
+                    "the API key contains characters not allowed in an HTTP header".to_owned(),
+                )
+            })?;
+        auth.set_sensitive(true);
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, auth);
+        // The platform client sends Content-Type on every request (even GETs, §1); the traces
+        // client only with a body.
+        if call.service == Service::Platform || call.body.is_some() {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        if let Some(team) = &call.team_header {
+            let value = HeaderValue::from_str(team).map_err(|_| {
+                PlatformError::InvalidArgument(format!("team id '{team}' is not a valid header"))
+            })?;
+            headers.insert(TEAM_HEADER, value);
+        }
+        Ok(headers)
+    }
+
+    /// Send once and return the response if it is 2xx; map anything else to an error.
+    /// `whole_timeout`: apply the call's timeout to the whole exchange (JSON calls) or only to
+    /// the wait for headers (streamed downloads).
+    async fn send_once(
+        &self,
+        call: &Call,
+        whole_timeout: bool,
+    ) -> Result<reqwest::Response, PlatformError> {
+        let url = self.url(call)?;
+        let headers = self.headers(call)?;
+        let mut builder = self
+            .client
+            .request(call.method.clone(), url)
+            .headers(headers);
+        if whole_timeout {
+            builder = builder.timeout(call.timeout);
+        }
+        if let Some(body) = &call.body {
+            builder = builder.body(body.clone());
+        }
+        let endpoint = call.endpoint();
+        let sent = tokio::time::timeout(call.timeout, builder.send()).await;
+        let response = match sent {
+            Err(_) => {
+                return Err(PlatformError::Timeout {
+                    endpoint,
+                    after: call.timeout,
+                });
+            }
+            Ok(Err(e)) => return Err(self.map_reqwest(e, &endpoint, call.timeout)),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        tracing::debug!(method = %call.method, path = %call.path, status = status.as_u16(), "platform response");
+        if status.is_success() {
+            return Ok(response);
+        }
+        let headers = response.headers().clone();
+        let body = read_limited(response, MAX_ERROR_BODY).await;
+        Err(self.map_status(status, &headers, &body, &endpoint))
+    }
+
+    /// Run `op` with the retry policy when `retry` is set.
+    async fn with_retry<T, F, Fut>(
+        &self,
+        retry: bool,
+        path: &str,
+        op: F,
+    ) -> Result<T, PlatformError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, PlatformError>>,
+    {
+        let policy: RetryPolicy = self.settings.retry;
+        if !retry || policy.max_attempts <= 1 {
+            let mut op = op;
+            return op().await;
+        }
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(policy.base_delay)
+            .with_max_delay(policy.max_delay)
+            .with_max_times(policy.max_attempts - 1)
+            .with_jitter();
+        op.retry(backoff)
+            .when(PlatformError::is_retryable)
+            .adjust(move |err, computed| {
+                // `None` means the attempts are used up; keep it so.
+                computed.map(|d| match err.retry_after() {
+                    Some(asked) => asked.min(policy.retry_after_cap),
+                    None => d.min(policy.max_delay),
+                })
+            })
+            .notify(|err, delay| {
+                tracing::info!(path, status = ?err.status(), delay_ms = delay.as_millis() as u64, "retrying idempotent request");
+            })
+            .await
+    }
+
+    /// Send a call and decode the 2xx JSON object into `T`.
+    pub async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T, PlatformError> {
+        let endpoint = call.endpoint();
+        let map = self.json_object(call).await?;
+        decode(Value::Object(map), &endpoint)
+    }
+
+    /// Send a call and return the 2xx JSON object (204 or an empty body → `{}`).
+    pub async fn json_object(&self, call: Call) -> Result<Map<String, Value>, PlatformError> {
+        let endpoint = call.endpoint();
+        self.with_retry(call.retry, &call.path, || async {
+            let response = self.send_once(&call, true).await?;
+            let status = response.status();
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| self.map_reqwest(e, &endpoint, call.timeout))?;
+            if status == StatusCode::NO_CONTENT || bytes.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Map::new());
+            }
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(Value::Object(map)) => Ok(map),
+                Ok(_) => Err(PlatformError::NotJsonObject {
+                    endpoint: endpoint.clone(),
+                }),
+                Err(e) => Err(PlatformError::Decode {
+                    endpoint: endpoint.clone(),
+                    message: format!("response body is not JSON ({e})"),
+                }),
+            }
+        })
+        .await
+    }
+
+    /// Send a call and return the 2xx response unread, for streaming. Retried (when the call
+    /// allows it) only until a 2xx arrives; the body is the caller's.
+    pub async fn stream(&self, call: &Call) -> Result<reqwest::Response, PlatformError> {
+        self.with_retry(call.retry, &call.path, || self.send_once(call, false))
+            .await
+    }
+
+    /// Map a reqwest failure. Its text names the URL (no secret in it) but never headers.
+    pub fn map_reqwest(&self, e: reqwest::Error, endpoint: &str, after: Duration) -> PlatformError {
+        if e.is_timeout() {
+            return PlatformError::Timeout {
+                endpoint: endpoint.to_owned(),
+                after,
+            };
+        }
+        PlatformError::Transport {
+            endpoint: endpoint.to_owned(),
+            message: self.scrub(&error_chain(&e)),
+            maybe_sent: !e.is_connect(),
+        }
+    }
+
+    /// Remove the API key from text quoted from elsewhere (server details, error chains).
+    pub fn scrub(&self, text: &str) -> String {
+        match &self.settings.api_key {
+            Some(key) if !key.expose_secret().is_empty() => {
+                text.replace(key.expose_secret(), "[REDACTED]")
+            }
+            _ => text.to_owned(),
+        }
+    }
+
+    fn map_status(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &[u8],
+        endpoint: &str,
+    ) -> PlatformError {
+        let parsed = ErrorBody::parse(body, status);
+        let detail = self.scrub(&parsed.detail);
+        let code = parsed.code;
+        match status.as_u16() {
+            401 => PlatformError::Unauthorized,
+            402 => PlatformError::PaymentRequired,
+            403 => PlatformError::Forbidden { detail, code },
+            404 => PlatformError::NotFound { detail, code },
+            409 => PlatformError::Conflict { detail, code },
+            422 if parsed.field_errors.is_some() => PlatformError::Validation {
+                errors: parsed
+                    .field_errors
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|f| FieldError {
+                        field: self.scrub(&f.field),
+                        message: self.scrub(&f.message),
+                    })
+                    .collect(),
+            },
+            429 => PlatformError::RateLimited {
+                detail,
+                retry_after: parse_retry_after(headers),
+            },
+            s if s >= 500 => PlatformError::Server {
+                status: s,
+                detail,
+                endpoint: endpoint.to_owned(),
+                retry_after: parse_retry_after(headers),
+            },
+            s => PlatformError::Api {
+                status: s,
+                detail,
+                code,
+            },
+        }
+    }
+}
+
+/// Decode a JSON value into `T`, naming the endpoint on failure.
+pub(crate) fn decode<T: DeserializeOwned>(
+    value: Value,
+    endpoint: &str,
+) -> Result<T, PlatformError> {
+    serde_json::from_value(value).map_err(|e| PlatformError::Decode {
+        endpoint: endpoint.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Read at most `limit` bytes of a body; transport errors yield what was read.
+async fn read_limited(mut response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    while out.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => out.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    out.truncate(limit);
+    out
+}
+
+/// An error body as the CLI (FastAPI `{"detail"}`) and prime_traces (`{"error":{code,message}}`)
+/// understand it.
+struct ErrorBody {
+    detail: String,
+    code: Option<String>,
+    field_errors: Option<Vec<FieldError>>,
+}
+
+impl ErrorBody {
+    fn parse(body: &[u8], status: StatusCode) -> ErrorBody {
+        let text = String::from_utf8_lossy(body);
+        let fallback = || {
+            let t = text.trim();
+            if t.is_empty() {
+                format!(
+                    "{} {}",
+                    status.as_u16(),
+                    status.canonical_reason().unwrap_or("error")
+                )
+            } else {
+                truncate(t)
+            }
+        };
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&text) else {
+            return ErrorBody {
+                detail: fallback(),
+                code: None,
+                field_errors: None,
+            };
+        };
+        if let Some(Value::Object(err)) = map.get("error") {
+            let code = err.get("code").and_then(Value::as_str).map(str::to_owned);
+            let detail = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(truncate)
+                .or_else(|| code.clone())
+                .unwrap_or_else(fallback);
+            return ErrorBody {
+                detail,
+                code,
+                field_errors: None,
+            };
+        }
+        match map.get("detail") {
+            Some(Value::String(s)) => ErrorBody {
+                detail: truncate(s),
+                code: None,
+                field_errors: None,
+            },
+            Some(Value::Array(items)) => ErrorBody {
+                detail: truncate(&Value::Array(items.clone()).to_string()),
+                code: None,
+                field_errors: Some(items.iter().map(field_error).collect()),
+            },
+            Some(other) => ErrorBody {
+                detail: truncate(&other.to_string()),
+                code: None,
+                field_errors: None,
+            },
+            None => ErrorBody {
+                detail: fallback(),
+                code: None,
+                field_errors: None,
+            },
+        }
+    }
+}
+
+/// One FastAPI validation item: `loc` joined by `.` without `body`, and `msg`.
+fn field_error(item: &Value) -> FieldError {
+    let field = item
+        .get("loc")
+        .and_then(Value::as_array)
+        .map(|loc| {
+            loc.iter()
+                .filter(|p| p.as_str() != Some("body"))
+                .map(|p| match p {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(".")
+        })
+        .unwrap_or_default();
+    let message = match item.get("msg") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => item.to_string(),
+    };
+    FieldError {
+        field,
+        message: truncate(&message),
+    }
+}
+
+fn truncate(s: &str) -> String {
+    if s.chars().count() <= MAX_DETAIL_CHARS {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(MAX_DETAIL_CHARS).collect();
+    out.push('…');
+    out
+}
+
+/// `Retry-After` as delta seconds or an HTTP-date (a date in the past gives zero).
+pub(crate) fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let raw = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = raw.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    if let Ok(secs) = raw.parse::<f64>()
+        && secs.is_finite()
+        && secs >= 0.0
+    {
+        return Some(Duration::from_secs_f64(secs.min(86_400.0)));
+    }
+    let when = httpdate::parse_http_date(raw).ok()?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// A reqwest error with its sources, for a message that says what actually failed.
+fn error_chain(e: &reqwest::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// Expose an optional secret for a body field; used only by `Serialize` of request types
+/// (callers skip `None`).
+pub(crate) fn serialize_opt_secret<S: serde::Serializer>(
+    secret: &Option<SecretString>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(s) => serializer.serialize_str(s.expose_secret()),
+        None => serializer.serialize_none(),
+    }
+}

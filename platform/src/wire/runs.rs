@@ -1,0 +1,762 @@
+//! Run wire types: the `RLRun` object (camelCase, §4), run pages, create/resume/pause bodies
+//! and answers (§6.4, §6.6), the prepare handshake (§6.2, strict snake_case), and the
+//! monitoring answers (logs, env servers, metrics, progress, samples, distributions,
+//! checkpoints, usage; §5).
+
+use std::fmt;
+
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::null_default;
+use crate::http::serialize_opt_secret;
+
+/// Run statuses that end `stop` polling (compared case-insensitively).
+pub const TERMINAL_STATUSES: [&str; 4] = ["STOPPED", "FAILED", "COMPLETED", "PAUSED"];
+
+/// A run as `GET /rft/runs[/{id}]` returns it. `id`, `userId`, `status`, `createdAt` and
+/// `updatedAt` are required; everything else is optional. Unknown fields are kept in `extra`
+/// so [`RlRun::raw`] reproduces what the server sent.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RlRun {
+    /// Run id.
+    pub id: String,
+    /// Owner.
+    pub user_id: String,
+    /// Status (`QUEUED`, `PENDING`, `RUNNING`, `COMPLETED`, `FAILED`, `STOPPED`, `PAUSING`,
+    /// `PAUSED`, or anything else the server invents).
+    pub status: String,
+    /// Creation time, as sent (see [`super::parse_wire_datetime`]).
+    pub created_at: String,
+    /// Last update, as sent.
+    pub updated_at: String,
+    /// Run name (the TOML `name`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Owning team.
+    #[serde(default)]
+    pub team_id: Option<String>,
+    /// Cluster of shared (LoRA) runs.
+    #[serde(default)]
+    pub rft_cluster_id: Option<String>,
+    /// Cluster of dedicated runs.
+    #[serde(default)]
+    pub prime_cluster_id: Option<String>,
+    /// `SHARED_RFT_HOSTED` | `DEDICATED_FULL_FT` | `EXTERNAL`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Rollouts per example.
+    #[serde(default)]
+    pub rollouts_per_example: Option<i64>,
+    /// Sequence length.
+    #[serde(default)]
+    pub seq_len: Option<i64>,
+    /// Maximum steps.
+    #[serde(default)]
+    pub max_steps: Option<i64>,
+    /// Maximum tokens.
+    #[serde(default)]
+    pub max_tokens: Option<i64>,
+    /// Batch size.
+    #[serde(default)]
+    pub batch_size: Option<i64>,
+    /// `rl` (the default when absent) or `sft`; see [`RlRun::loss_or_default`].
+    #[serde(default)]
+    pub loss: Option<String>,
+    /// Teacher config under the name `teacher`.
+    #[serde(default)]
+    pub teacher: Option<Value>,
+    /// Teacher config under the name `teacherConfig`; see [`RlRun::teacher_config`].
+    #[serde(default, rename = "teacherConfig")]
+    pub teacher_config_alt: Option<Value>,
+    /// Base model.
+    #[serde(default)]
+    pub base_model: Option<String>,
+    /// Environments (`[]` when absent or null).
+    #[serde(default, deserialize_with = "null_default")]
+    pub environments: Vec<Value>,
+    /// Run config.
+    #[serde(default)]
+    pub run_config: Option<Value>,
+    /// Eval config.
+    #[serde(default)]
+    pub eval_config: Option<Value>,
+    /// Validation config.
+    #[serde(default)]
+    pub val_config: Option<Value>,
+    /// Buffer config.
+    #[serde(default)]
+    pub buffer_config: Option<Value>,
+    /// Learning rate.
+    #[serde(default)]
+    pub learning_rate: Option<f64>,
+    /// Oversampling factor.
+    #[serde(default)]
+    pub oversampling_factor: Option<f64>,
+    /// LoRA alpha.
+    #[serde(default)]
+    pub lora_alpha: Option<i64>,
+    /// Maximum in-flight rollouts.
+    #[serde(default)]
+    pub max_inflight_rollouts: Option<i64>,
+    /// Maximum async level.
+    #[serde(default)]
+    pub max_async_level: Option<i64>,
+    /// GPU count.
+    #[serde(default)]
+    pub gpu_count: Option<i64>,
+    /// Runs ahead in the queue (QUEUED runs).
+    #[serde(default)]
+    pub runs_ahead: Option<i64>,
+    /// Volume the run writes to.
+    #[serde(default)]
+    pub volume_name: Option<String>,
+    /// W&B entity.
+    #[serde(default)]
+    pub wandb_entity: Option<String>,
+    /// W&B project.
+    #[serde(default)]
+    pub wandb_project: Option<String>,
+    /// W&B run name.
+    #[serde(default)]
+    pub wandb_run_name: Option<String>,
+    /// Why the run is queued.
+    #[serde(default)]
+    pub queue_reason: Option<String>,
+    /// Notice from the platform.
+    #[serde(default)]
+    pub notice: Option<String>,
+    /// Error message of a failed run.
+    #[serde(default)]
+    pub error_message: Option<String>,
+    /// prime-rl source commit.
+    #[serde(default)]
+    pub source_commit: Option<String>,
+    /// Start time, as sent.
+    #[serde(default)]
+    pub started_at: Option<String>,
+    /// Completion time, as sent.
+    #[serde(default)]
+    pub completed_at: Option<String>,
+    /// The platform's analysis of a failure.
+    #[serde(default)]
+    pub failure_analysis: Option<FailureAnalysis>,
+    /// Every other field, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `failureAnalysis` of a run.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureAnalysis {
+    /// Root cause.
+    #[serde(default)]
+    pub root_cause: Option<String>,
+    /// Evidence lines.
+    #[serde(default, deserialize_with = "null_default")]
+    pub evidence: Vec<String>,
+    /// Confidence, 0–1.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl RlRun {
+    /// Whether the status ends `stop` polling (`STOPPED`, `FAILED`, `COMPLETED`, `PAUSED`).
+    pub fn is_terminal(&self) -> bool {
+        is_terminal_status(&self.status)
+    }
+
+    /// `loss`, defaulting to `rl` as the CLI does.
+    pub fn loss_or_default(&self) -> &str {
+        self.loss.as_deref().unwrap_or("rl")
+    }
+
+    /// Whether this is an SFT run (`loss == "sft"`).
+    pub fn is_sft(&self) -> bool {
+        self.loss_or_default() == "sft"
+    }
+
+    /// The teacher config, under either wire name.
+    pub fn teacher_config(&self) -> Option<&Value> {
+        self.teacher.as_ref().or(self.teacher_config_alt.as_ref())
+    }
+
+    /// `createdAt` parsed (UTC), when parseable.
+    pub fn created_at_utc(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        super::parse_wire_datetime(&self.created_at)
+    }
+
+    /// The run object in its wire shape (camelCase), unknown fields included.
+    pub fn raw(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The snake_case view of §7 (`train get -o json`): every key present in the CLI's order,
+    /// `null` when absent, `loss` defaulting to `rl`, `cluster_id` from `rftClusterId`. Extra
+    /// wire fields are dropped. Datetimes are kept as the wire sent them (not Python `str()`).
+    pub fn to_snake_case(&self) -> Value {
+        let mut m = Map::new();
+        let mut put = |k: &str, v: Value| {
+            m.insert(k.to_owned(), v);
+        };
+        put("id", json!(self.id));
+        put("name", json!(self.name));
+        put("user_id", json!(self.user_id));
+        put("team_id", json!(self.team_id));
+        put("cluster_id", json!(self.rft_cluster_id));
+        put("prime_cluster_id", json!(self.prime_cluster_id));
+        put("status", json!(self.status));
+        put("kind", json!(self.kind));
+        put("rollouts_per_example", json!(self.rollouts_per_example));
+        put("seq_len", json!(self.seq_len));
+        put("max_steps", json!(self.max_steps));
+        put("max_tokens", json!(self.max_tokens));
+        put("batch_size", json!(self.batch_size));
+        put("loss", json!(self.loss_or_default()));
+        put("teacher", json!(self.teacher_config()));
+        put("base_model", json!(self.base_model));
+        put("environments", json!(self.environments));
+        put("run_config", json!(self.run_config));
+        put("eval_config", json!(self.eval_config));
+        put("val_config", json!(self.val_config));
+        put("buffer_config", json!(self.buffer_config));
+        put("learning_rate", json!(self.learning_rate));
+        put("lora_alpha", json!(self.lora_alpha));
+        put("max_inflight_rollouts", json!(self.max_inflight_rollouts));
+        put("oversampling_factor", json!(self.oversampling_factor));
+        put("max_async_level", json!(self.max_async_level));
+        put("volume_name", json!(self.volume_name));
+        put("gpu_count", json!(self.gpu_count));
+        put("wandb_entity", json!(self.wandb_entity));
+        put("wandb_project", json!(self.wandb_project));
+        put("wandb_run_name", json!(self.wandb_run_name));
+        put("runs_ahead", json!(self.runs_ahead));
+        put("queue_reason", json!(self.queue_reason));
+        put("notice", json!(self.notice));
+        put("started_at", json!(self.started_at));
+        put("completed_at", json!(self.completed_at));
+        put("error_message", json!(self.error_message));
+        put("created_at", json!(self.created_at));
+        put("updated_at", json!(self.updated_at));
+        put("failure_analysis", json!(self.failure_analysis.as_ref().map(|f| json!({ "root_cause": f.root_cause, "evidence": f.evidence, "confidence": f.confidence, }))));
+        put("source_commit", json!(self.source_commit));
+        Value::Object(m)
+    }
+}
+
+/// Whether a status string is terminal (case-insensitive).
+pub fn is_terminal_status(status: &str) -> bool {
+    TERMINAL_STATUSES
+        .iter()
+        .any(|t| t.eq_ignore_ascii_case(status))
+}
+
+/// `GET /rft/runs` → `{"runs": [...], "total", "page", "limit", "total_pages"}`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct RunPage {
+    /// Runs of this page, newest first.
+    #[serde(default, deserialize_with = "null_default")]
+    pub runs: Vec<RlRun>,
+    /// Total matching runs; `None` from a legacy server that ignores paging (then the client
+    /// paged and filtered locally, see [`crate::runs`]).
+    #[serde(default)]
+    pub total: Option<u64>,
+    /// Page (1-based).
+    #[serde(default)]
+    pub page: Option<u64>,
+    /// Page size.
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// Number of pages.
+    #[serde(default)]
+    pub total_pages: Option<u64>,
+}
+
+/// `{"run": RLRun}` (get, stop, restart).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct RunEnvelope {
+    pub run: RlRun,
+}
+
+/// Body of `POST /training/runs` (§6.4). Absent fields are omitted; `mode` is sent only for
+/// SFT. `wandbApiKey`/`hfToken` are exposed only when serialised for the wire; `Debug` shows
+/// `[REDACTED]`.
+#[derive(Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateRunRequest {
+    /// The whole TOML table (as JSON) minus the CLI-only keys; `name` stays in it.
+    pub config: Map<String, Value>,
+    /// `"mode": "sft"` when true; omitted for RL.
+    #[serde(
+        rename = "mode",
+        skip_serializing_if = "is_false",
+        serialize_with = "serialize_sft_mode"
+    )]
+    pub sft: bool,
+    /// Run name (the TOML's top-level `name`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Owning team; omitted for the personal account.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team_id: Option<String>,
+    /// prime-rl image tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_tag: Option<String>,
+    /// W&B API key (secret).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_opt_secret"
+    )]
+    pub wandb_api_key: Option<SecretString>,
+    /// Hugging Face token (secret).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_opt_secret"
+    )]
+    pub hf_token: Option<SecretString>,
+    /// GPU type, e.g. `H200_141GB`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_type: Option<String>,
+    /// Named volume.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
+    /// prime-rl branch, tag or sha.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_ref: Option<String>,
+    /// Id of a PAUSED run to resume from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_from: Option<String>,
+    /// Artifact of a successful local compile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normalized_config: Option<Value>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn serialize_sft_mode<S: serde::Serializer>(_: &bool, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str("sft")
+}
+
+fn redacted(secret: &Option<SecretString>) -> Option<&'static str> {
+    secret.as_ref().map(|_| "[REDACTED]")
+}
+
+impl fmt::Debug for CreateRunRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreateRunRequest")
+            .field("config", &self.config)
+            .field("sft", &self.sft)
+            .field("name", &self.name)
+            .field("team_id", &self.team_id)
+            .field("image_tag", &self.image_tag)
+            .field("wandb_api_key", &redacted(&self.wandb_api_key))
+            .field("hf_token", &redacted(&self.hf_token))
+            .field("gpu_type", &self.gpu_type)
+            .field("volume", &self.volume)
+            .field("source_ref", &self.source_ref)
+            .field("resume_from", &self.resume_from)
+            .field("normalized_config", &self.normalized_config.is_some())
+            .finish()
+    }
+}
+
+/// Body of `POST /training/runs/{id}/resume` (§6.6): only the keys that are set; no team.
+#[derive(Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeRunRequest {
+    /// GPU type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_type: Option<String>,
+    /// Image tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_tag: Option<String>,
+    /// W&B API key (secret).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_opt_secret"
+    )]
+    pub wandb_api_key: Option<SecretString>,
+    /// Hugging Face token (secret).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_opt_secret"
+    )]
+    pub hf_token: Option<SecretString>,
+}
+
+impl fmt::Debug for ResumeRunRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResumeRunRequest")
+            .field("gpu_type", &self.gpu_type)
+            .field("image_tag", &self.image_tag)
+            .field("wandb_api_key", &redacted(&self.wandb_api_key))
+            .field("hf_token", &redacted(&self.hf_token))
+            .finish()
+    }
+}
+
+/// Answer of create and resume. `runId` and `tokenValue` are required; `tokenValue` (a
+/// per-run API token) is never shown by `Debug` and is not serialisable.
+#[derive(Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateRunResponse {
+    /// The new run's id.
+    pub run_id: String,
+    /// Per-run token (secret).
+    pub token_value: SecretString,
+    /// Whether the run uses on-demand capacity.
+    #[serde(default)]
+    pub on_demand: Option<bool>,
+    /// GPU type (on-demand).
+    #[serde(default)]
+    pub gpu_type: Option<String>,
+    /// Price per GPU-hour (on-demand).
+    #[serde(default)]
+    pub price_per_gpu_hour: Option<f64>,
+    /// Estimated cost per hour (on-demand).
+    #[serde(default)]
+    pub estimated_cost_per_hour: Option<f64>,
+    /// Whether on-demand is beta.
+    #[serde(default)]
+    pub is_beta: Option<bool>,
+}
+
+impl fmt::Debug for CreateRunResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreateRunResponse")
+            .field("run_id", &self.run_id)
+            .field("token_value", &"[REDACTED]")
+            .field("on_demand", &self.on_demand)
+            .field("gpu_type", &self.gpu_type)
+            .field("price_per_gpu_hour", &self.price_per_gpu_hour)
+            .field("estimated_cost_per_hour", &self.estimated_cost_per_hour)
+            .field("is_beta", &self.is_beta)
+            .finish()
+    }
+}
+
+/// Answer of `POST /training/runs/{id}/pause`; `status` is required.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PauseRunResponse {
+    /// Run id, when echoed.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// New status (e.g. `PAUSING`).
+    pub status: String,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Training mode of the prepare handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrainingMode {
+    /// Reinforcement learning.
+    Rl,
+    /// Supervised fine-tuning.
+    Sft,
+}
+
+/// Body of `POST /training/runs/prepare` (§6.2): `teamId` is always present (`null` for the
+/// personal account); `imageTag`/`sourceRef` only when set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrepareRequest {
+    /// `rl` or `sft`.
+    pub mode: TrainingMode,
+    /// Team, or `None` → `null` on the wire.
+    pub team_id: Option<String>,
+    /// Image tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_tag: Option<String>,
+    /// Source ref.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_ref: Option<String>,
+}
+
+/// The literal the prepare answer's `runtime.repository` must equal.
+pub const PRIME_RL_REPOSITORY: &str = "ghcr.io/primeintellect-ai/prime-rl";
+
+/// Answer of prepare (snake_case), checked strictly by [`PrepareResponse::validate`].
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct PrepareResponse {
+    /// Contract version (the CLI requires 1 before compiling locally).
+    pub contract_version: i64,
+    /// `rl` or `sft`.
+    pub mode: TrainingMode,
+    /// The exact prime-rl runtime.
+    pub runtime: PrepareRuntime,
+    /// How to install the schema package.
+    pub schema_install: SchemaInstall,
+    /// Whether local validation is offered.
+    pub submission_supported: bool,
+}
+
+/// `runtime` of the prepare answer.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct PrepareRuntime {
+    /// Must be [`PRIME_RL_REPOSITORY`].
+    pub repository: String,
+    /// `sha256:<64 hex>`.
+    pub digest: String,
+    /// Image commit.
+    pub image_commit: String,
+    /// Source-overlay commit (may be null).
+    #[serde(default)]
+    pub source_commit: Option<String>,
+    /// Schema commit.
+    pub schema_commit: String,
+}
+
+/// `schema_install` of the prepare answer.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct SchemaInstall {
+    /// Must be `3.12`.
+    pub python: String,
+    /// pip requirements.
+    pub requirements: Vec<String>,
+    /// pip constraints.
+    pub constraints: Vec<String>,
+}
+
+impl PrepareResponse {
+    /// The literal checks the CLI's model makes: `repository` and `python`.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.runtime.repository != PRIME_RL_REPOSITORY {
+            return Err(format!(
+                "runtime.repository is '{}', expected '{PRIME_RL_REPOSITORY}'",
+                self.runtime.repository
+            ));
+        }
+        if self.schema_install.python != "3.12" {
+            return Err(format!(
+                "schema_install.python is '{}', expected '3.12'",
+                self.schema_install.python
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `GET /rft/runs/{id}/logs` (and the legacy `env-server-logs`) → `{"logs": "..."}`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct LogsResponse {
+    /// Lines joined by `\n` (empty when none).
+    #[serde(default, deserialize_with = "null_default")]
+    pub logs: String,
+}
+
+/// `GET /rft/runs/{id}/env-servers` (snake_case).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct EnvServersResponse {
+    /// Environment server pods.
+    #[serde(default, deserialize_with = "null_default")]
+    pub env_servers: Vec<EnvServer>,
+}
+
+/// One environment server pod.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct EnvServer {
+    /// Environment name.
+    #[serde(default)]
+    pub env_name: Option<String>,
+    /// Index of the environment.
+    #[serde(default)]
+    pub env_index: Option<i64>,
+    /// Pod name.
+    pub pod_name: String,
+    /// Pod status (e.g. `Running`).
+    pub status: String,
+}
+
+/// `GET /rft/runs/{id}/metrics` → `{"metrics": [...]}`; records are opaque
+/// (`{"step": n, "<metric>": value, ...}` by inference).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct MetricsResponse {
+    /// Metric records, verbatim.
+    #[serde(default, deserialize_with = "null_default")]
+    pub metrics: Vec<Value>,
+}
+
+/// `GET /rft/runs/{id}/progress` (camelCase on the wire).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressResponse {
+    /// Latest step.
+    #[serde(default)]
+    pub latest_step: Option<i64>,
+    /// Steps with rollout samples.
+    #[serde(default, deserialize_with = "null_default")]
+    pub steps_with_samples: Vec<i64>,
+    /// Steps with distributions.
+    #[serde(default, deserialize_with = "null_default")]
+    pub steps_with_distributions: Vec<i64>,
+    /// Last update, as sent.
+    #[serde(default)]
+    pub last_updated_at: Option<String>,
+}
+
+/// `GET /rft/runs/{id}/samples` (snake_case); the CLI fills in defaults for missing keys.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct SamplesResponse {
+    /// Run id.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// Sample objects (opaque).
+    #[serde(default, deserialize_with = "null_default")]
+    pub samples: Vec<Value>,
+    /// Total samples at this step.
+    #[serde(default)]
+    pub total: Option<u64>,
+    /// Page.
+    #[serde(default)]
+    pub page: Option<u64>,
+    /// Page size.
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// Number of pages.
+    #[serde(default)]
+    pub total_pages: Option<u64>,
+}
+
+/// `GET /rft/runs/{id}/distributions`, normalised: `bins` from `bins`,
+/// `chartData.histogramData` or `chart_data.histogramData`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DistributionsResponse {
+    /// Histogram bins (opaque).
+    pub bins: Vec<Value>,
+    /// Step.
+    pub step: Option<i64>,
+}
+
+impl<'de> Deserialize<'de> for DistributionsResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::<String, Value>::deserialize(d)?;
+        let histogram = |key: &str| {
+            map.get(key)
+                .and_then(|c| c.get("histogramData"))
+                .and_then(Value::as_array)
+                .cloned()
+        };
+        let bins = map
+            .get("bins")
+            .and_then(Value::as_array)
+            .cloned()
+            .or_else(|| histogram("chartData"))
+            .or_else(|| histogram("chart_data"))
+            .unwrap_or_default();
+        let step = map.get("step").and_then(Value::as_i64);
+        Ok(DistributionsResponse { bins, step })
+    }
+}
+
+/// `GET /rft/runs/{id}/checkpoints` → `{"checkpoints": [...]}`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct CheckpointsResponse {
+    /// Checkpoints.
+    #[serde(default, deserialize_with = "null_default")]
+    pub checkpoints: Vec<Checkpoint>,
+}
+
+/// Checkpoint metadata (camelCase on the wire).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    /// Checkpoint id.
+    pub id: String,
+    /// Run id.
+    pub rft_run_id: String,
+    /// Training step.
+    pub step: i64,
+    /// Storage URL (`s3://…`).
+    pub storage_url: String,
+    /// `READY`, `PENDING`, `UPLOADING`, `FAILED`.
+    pub status: String,
+    /// Size in bytes.
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    /// Creation time, as sent.
+    pub created_at: String,
+    /// Upload time, as sent.
+    #[serde(default)]
+    pub uploaded_at: Option<String>,
+}
+
+/// `GET /billing/runs/{id}/usage` (snake_case).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct RunUsage {
+    /// Run id.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// Run name.
+    #[serde(default)]
+    pub run_name: Option<String>,
+    /// Base model.
+    #[serde(default)]
+    pub base_model: Option<String>,
+    /// Status.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Training usage.
+    #[serde(default)]
+    pub training: Option<UsageBucket>,
+    /// Inference usage.
+    #[serde(default)]
+    pub inference: Option<UsageBucket>,
+    /// Total tokens.
+    #[serde(default)]
+    pub total_tokens: Option<u64>,
+    /// Total cost in USD.
+    #[serde(default)]
+    pub total_cost_usd: Option<f64>,
+    /// Prices per million tokens.
+    #[serde(default)]
+    pub pricing: Option<UsagePricing>,
+    /// Number of usage records.
+    #[serde(default)]
+    pub record_count: Option<u64>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Token and cost counters of one usage bucket.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct UsageBucket {
+    /// Tokens.
+    #[serde(default)]
+    pub tokens: Option<u64>,
+    /// Input tokens.
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    /// Cost in USD.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+}
+
+/// Usage prices (USD per million tokens).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct UsagePricing {
+    /// Training.
+    #[serde(default)]
+    pub training_per_mtok: Option<f64>,
+    /// Inference input.
+    #[serde(default)]
+    pub inference_input_per_mtok: Option<f64>,
+    /// Inference output.
+    #[serde(default)]
+    pub inference_output_per_mtok: Option<f64>,
+}

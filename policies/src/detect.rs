@@ -1,0 +1,554 @@
+//! The detection core shared by the secret guard and the redactor: the credential shapes, the
+//! encoded forms of known secret values, and the rules that decide whether a name "says secret".
+//!
+//! Nothing here ever returns a matched value; callers get byte ranges and kinds.
+
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use regex::{Regex, RegexSet};
+use secrecy::ExposeSecret as _;
+
+use crate::redact::REDACTED;
+use crate::secret_guard::{KnownSecrets, SecretKind};
+
+/// One hit in a string: where it is and what it is. The value itself is never kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Hit {
+    pub range: Range<usize>,
+    pub kind: SecretKind,
+}
+
+/// A credential shape: a regex, the capture group holding the secret part (0 = whole match),
+/// and a post-filter on that part (the `regex` crate has no look-around).
+struct Shape {
+    kind: SecretKind,
+    re: Regex,
+    group: usize,
+    accept: fn(&str) -> bool,
+}
+
+fn always(_: &str) -> bool {
+    true
+}
+
+fn has_digit(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_digit())
+}
+
+/// `sk-` keys: the tail must hold a digit, so that `sk-learn-…`-like words pass.
+fn sk_tail(s: &str) -> bool {
+    has_digit(s.get(3..).unwrap_or(""))
+}
+
+/// `pit_` keys: the tail must not be all lowercase letters (identifiers such as
+/// `pit_stopstrategy…`); a random key of 20+ characters always has a digit or a capital.
+fn pit_tail(s: &str) -> bool {
+    s.get(4..)
+        .unwrap_or("")
+        .bytes()
+        .any(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+}
+
+/// An AWS secret access key is base64 with both cases; a 40-hex commit SHA is not.
+fn mixed_case(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_uppercase()) && s.bytes().any(|b| b.is_ascii_lowercase())
+}
+
+/// `NAME=VALUE` / `"name": "value"` assignments: the name must say secret and the value must
+/// not be a placeholder, a number or an already-redacted marker.
+fn assignment_value(s: &str) -> bool {
+    !is_placeholder(s) && !s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+}
+
+fn build(pattern: &str) -> Regex {
+    // The patterns are constants checked by the unit tests; a typo is a programming error.
+    #[allow(clippy::expect_used)]
+    Regex::new(pattern).expect("credential shape regex compiles")
+}
+
+/// The high-confidence shapes, in priority order (earlier kinds win for equal ranges).
+static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
+    vec![
+        Shape {
+            kind: SecretKind::PemPrivateKey,
+            re: build(
+                r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
+            ),
+            group: 0,
+            accept: always,
+        },
+        Shape {
+            kind: SecretKind::Jwt,
+            re: build(r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+            group: 0,
+            accept: always,
+        },
+        Shape {
+            kind: SecretKind::AnthropicKey,
+            re: build(r"(?:^|[^A-Za-z0-9_-])(sk-ant-[A-Za-z0-9_-]{20,})"),
+            group: 1,
+            accept: always,
+        },
+        Shape {
+            kind: SecretKind::OpenAiKey,
+            re: build(r"(?:^|[^A-Za-z0-9_-])(sk-[A-Za-z0-9_-]{20,})"),
+            group: 1,
+            accept: sk_tail,
+        },
+        Shape {
+            kind: SecretKind::HuggingFaceToken,
+            re: build(r"hf_[A-Za-z0-9]{30,}"),
+            group: 0,
+            accept: always,
+        },
+        Shape {
+            kind: SecretKind::GitHubToken,
+            re: build(r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+            group: 0,
+            accept: always,
+        },
+        Shape {
+            kind: SecretKind::AwsAccessKeyId,
+            re: build(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+            group: 0,
+            accept: always,
+        },
+        Shape {
+            kind: SecretKind::PrimeApiKey,
+            re: build(r"pit_[A-Za-z0-9]{20,}"),
+            group: 0,
+            accept: pit_tail,
+        },
+        Shape {
+            kind: SecretKind::TailscaleKey,
+            re: build(r"tskey-[a-z]+-[A-Za-z0-9-]{10,}"),
+            group: 0,
+            accept: always,
+        },
+        Shape {
+            kind: SecretKind::BearerToken,
+            re: build(r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{16,}=*)"),
+            group: 1,
+            accept: assignment_value,
+        },
+        Shape {
+            kind: SecretKind::SecretAssignment,
+            re: build(
+                r#"([A-Za-z_][A-Za-z0-9_.-]*)\\?"?\s*[=:]\s*\\?["']?([^\s"'\\&,;{}\[\]<>()]{8,})"#,
+            ),
+            group: 2,
+            accept: assignment_value,
+        },
+    ]
+});
+
+/// The same patterns as one set, so that a clean string costs a single scan.
+static SHAPE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)]
+    RegexSet::new(SHAPES.iter().map(|s| s.re.as_str())).expect("shape set compiles")
+});
+
+/// A 40-character base64 run: an AWS secret access key when an access key id is beside it.
+static AWS_SECRET: LazyLock<Regex> =
+    LazyLock::new(|| build(r"(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])"));
+
+/// Whether `s` has the exact shape of an AWS secret access key (for sibling values).
+pub(crate) fn is_aws_secret_shape(s: &str) -> bool {
+    s.len() == 40
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'/' || b == b'+')
+        && mixed_case(s)
+}
+
+/// Every shape hit in `text`. `SecretAssignment` hits only count when the name says secret.
+pub(crate) fn shape_hits(text: &str, out: &mut Vec<Hit>) {
+    let matched = SHAPE_SET.matches(text);
+    if !matched.matched_any() {
+        return;
+    }
+    let mut aws_id = false;
+    for idx in matched.iter() {
+        let shape = &SHAPES[idx];
+        for caps in shape.re.captures_iter(text) {
+            let Some(m) = caps.get(shape.group) else {
+                continue;
+            };
+            if !(shape.accept)(m.as_str()) {
+                continue;
+            }
+            if shape.kind == SecretKind::SecretAssignment {
+                let name = caps.get(1).map_or("", |n| n.as_str());
+                if !name_says_secret(name) {
+                    continue;
+                }
+            }
+            if shape.kind == SecretKind::AwsAccessKeyId {
+                aws_id = true;
+            }
+            out.push(Hit {
+                range: m.range(),
+                kind: shape.kind.clone(),
+            });
+        }
+    }
+    if aws_id {
+        for caps in AWS_SECRET.captures_iter(text) {
+            if let Some(m) = caps.get(1)
+                && mixed_case(m.as_str())
+            {
+                out.push(Hit {
+                    range: m.range(),
+                    kind: SecretKind::AwsSecretAccessKey,
+                });
+            }
+        }
+    }
+}
+
+/// Whether a key or variable name says that its value is a secret: `*_KEY` (and camel-case
+/// `…Key`), `*TOKEN*`, `*SECRET*`, `*PASSWORD*`/`PASSWD`/`PASSPHRASE`, `*CREDENTIAL*`.
+/// `tokenizer…` names do not count. Only the last dotted segment is considered.
+pub fn name_says_secret(name: &str) -> bool {
+    let name = name.trim_matches(|c: char| c == '"' || c == '\'' || c.is_whitespace());
+    let last = name.rsplit('.').next().unwrap_or(name);
+    let last = last.trim_start_matches('-');
+    if last.is_empty() {
+        return false;
+    }
+    let upper = last.to_ascii_uppercase().replace("TOKENIZ", "");
+    let squashed: String = upper.chars().filter(|c| *c != '_' && *c != '-').collect();
+    if [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "CREDENTIAL",
+        "APIKEY",
+        "PRIVATEKEY",
+    ]
+    .iter()
+    .any(|w| squashed.contains(w))
+    {
+        return true;
+    }
+    if upper.ends_with("_KEY") || upper.ends_with("-KEY") {
+        return true;
+    }
+    // camelCase: `accessKey`, `secretAccessKey`.
+    let bytes = last.as_bytes();
+    bytes.len() > 3 && last.ends_with("Key") && bytes[bytes.len() - 4].is_ascii_lowercase()
+}
+
+/// Names whose string value is refused whatever it looks like (not only hex/base64): the
+/// `api_key` of `~/.prime/config.json` and its kin. Compared without separators or case.
+pub(crate) fn strong_secret_name(name: &str) -> Option<SecretKind> {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    let squashed: String = last
+        .chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    match squashed.as_str() {
+        "apikey" | "primeapikey" => Some(SecretKind::PrimeApiKey),
+        "password" | "passwd" | "passphrase" | "secret" | "clientsecret" | "accesstoken"
+        | "authtoken" | "refreshtoken" | "privatekey" | "secretkey" | "secretaccesskey"
+        | "sessiontoken" | "tokenvalue" | "hftoken" | "huggingfacetoken" | "wandbapikey"
+        | "githubtoken" | "bearertoken" => Some(SecretKind::SecretNamedValue),
+        _ => None,
+    }
+}
+
+/// A value that stands for a secret rather than being one: empty, a variable reference
+/// (`${HF_TOKEN}`, `$HF_TOKEN`, `{{secret:x}}`), an environment variable *name*, or an
+/// already-redacted marker.
+pub fn is_placeholder(value: &str) -> bool {
+    let v = value.trim();
+    if v.is_empty() || v.starts_with("[REDACTED") || v.starts_with("***") {
+        return true;
+    }
+    if (v.starts_with("${") && v.ends_with('}')) || (v.starts_with("{{") && v.ends_with("}}")) {
+        return true;
+    }
+    let name = v.strip_prefix('$').unwrap_or(v);
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// A bare hex or base64 string long enough to be a credential: hex of 16+ characters with a
+/// digit (W&B keys are 40 hex), or base64/base64url of 16+ characters mixing at least two of
+/// upper case, lower case and digits. Placeholders never count.
+pub fn looks_opaque(value: &str) -> bool {
+    let v = value.trim();
+    if v.len() < 16 || is_placeholder(v) {
+        return false;
+    }
+    if v.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return has_digit(v);
+    }
+    let body = v.trim_end_matches('=');
+    if v.len() - body.len() > 2 {
+        return false;
+    }
+    if !body
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_'))
+    {
+        return false;
+    }
+    let classes = [
+        body.bytes().any(|b| b.is_ascii_uppercase()),
+        body.bytes().any(|b| b.is_ascii_lowercase()),
+        has_digit(body),
+    ];
+    classes.iter().filter(|c| **c).count() >= 2
+}
+
+/// The encoded forms of known secret values, matched all at once.
+pub(crate) struct KnownForms {
+    matcher: Option<AhoCorasick>,
+    /// For each pattern, the index of the known secret it came from.
+    owner: Vec<usize>,
+    /// The names of the known secrets (never their values).
+    names: Vec<String>,
+}
+
+impl std::fmt::Debug for KnownForms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KnownForms")
+            .field("names", &self.names)
+            .field("patterns", &self.owner.len())
+            .finish()
+    }
+}
+
+/// `%XX`-encoding sets: everything but alphanumerics; RFC 3986 unreserved kept; the
+/// `application/x-www-form-urlencoded` set.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+const FORM: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'*')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_');
+
+fn lower_percent(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '%' {
+            for _ in 0..2 {
+                if let Some(h) = chars.next() {
+                    out.push(h.to_ascii_lowercase());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The base64 characters that depend only on `value` when it sits at byte offset `k`
+/// (0, 1 or 2) of a larger base64-encoded blob.
+fn base64_core(value: &[u8], k: usize) -> String {
+    let mut buf = vec![0u8; k];
+    buf.extend_from_slice(value);
+    let enc = STANDARD_NO_PAD.encode(&buf);
+    let lo = 8 * k;
+    let hi = 8 * (k + value.len());
+    enc.char_indices()
+        .filter(|(i, _)| 6 * i >= lo && 6 * i + 6 <= hi)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+fn json_escaped_forms(v: &str, out: &mut Vec<String>) {
+    if let Ok(quoted) = serde_json::to_string(v) {
+        let inner = quoted[1..quoted.len() - 1].to_string();
+        out.push(inner.replace('/', "\\/"));
+        out.push(inner);
+    }
+    if !v.is_ascii() {
+        let mut ascii = String::new();
+        for c in v.chars() {
+            match c {
+                '"' => ascii.push_str("\\\""),
+                '\\' => ascii.push_str("\\\\"),
+                c if c.is_ascii() && !c.is_ascii_control() => ascii.push(c),
+                c => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        ascii.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+            }
+        }
+        out.push(upper_hex_escapes(&ascii));
+        out.push(ascii);
+    }
+}
+
+/// `\u00e9` → `\u00E9`: both spellings of hex escapes occur in the wild.
+fn upper_hex_escapes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find("\\u") {
+        out.push_str(&rest[..pos + 2]);
+        let tail = &rest[pos + 2..];
+        let hex_len = tail.len().min(4);
+        out.push_str(&tail[..hex_len].to_ascii_uppercase());
+        rest = &tail[hex_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every form of one known value that the redactor and the guard look for.
+pub(crate) fn known_value_forms(v: &str) -> Vec<String> {
+    let mut out = vec![v.to_string()];
+    json_escaped_forms(v, &mut out);
+    for set in [NON_ALPHANUMERIC, UNRESERVED, FORM] {
+        let upper = utf8_percent_encode(v, set).to_string();
+        let lower = lower_percent(&upper);
+        for form in [upper, lower] {
+            out.push(form.replace("%20", "+"));
+            out.push(form);
+        }
+    }
+    let bytes = v.as_bytes();
+    for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+        out.push(engine.encode(bytes));
+    }
+    for k in 0..3 {
+        let core = base64_core(bytes, k);
+        if core.len() >= 8 {
+            out.push(core.replace('+', "-").replace('/', "_"));
+            out.push(core);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out.retain(|f| f.len() >= 8);
+    out
+}
+
+impl KnownForms {
+    pub(crate) fn new(known: &KnownSecrets) -> Self {
+        let mut patterns = Vec::new();
+        let mut owner = Vec::new();
+        let mut names = Vec::new();
+        for (i, (name, value)) in known.iter().enumerate() {
+            names.push(name.to_string());
+            for form in known_value_forms(value.expose_secret()) {
+                patterns.push(form);
+                owner.push(i);
+            }
+        }
+        let matcher = if patterns.is_empty() {
+            None
+        } else {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .build(&patterns)
+                .ok()
+        };
+        KnownForms {
+            matcher,
+            owner,
+            names,
+        }
+    }
+
+    pub(crate) fn hits(&self, text: &str, out: &mut Vec<Hit>) {
+        let Some(matcher) = &self.matcher else {
+            return;
+        };
+        for m in matcher.find_overlapping_iter(text) {
+            let name = self
+                .owner
+                .get(m.pattern().as_usize())
+                .and_then(|i| self.names.get(*i))
+                .cloned()
+                .unwrap_or_default();
+            out.push(Hit {
+                range: m.range(),
+                kind: SecretKind::KnownValue { name },
+            });
+        }
+    }
+}
+
+/// Whether a known value can be matched safely: long enough, and not part of the marker that
+/// replaces it (which would make redaction loop).
+pub(crate) fn usable_known_value(v: &str) -> bool {
+    v.chars().count() >= KnownSecrets::MIN_LEN && !REDACTED.contains(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shape_compiles_and_the_marker_is_clean() {
+        let mut hits = Vec::new();
+        shape_hits(REDACTED, &mut hits);
+        shape_hits(&format!("token={REDACTED}"), &mut hits);
+        shape_hits(&format!("\"api_key\": \"{REDACTED}\""), &mut hits);
+        assert!(hits.is_empty(), "{hits:?}");
+    }
+
+    #[test]
+    fn base64_core_matches_the_value_inside_a_blob_at_each_alignment() {
+        let value = b"supersecretvalue123";
+        for k in 0..3 {
+            let mut blob = b"xy".repeat(k + 3);
+            blob.truncate(k + 3);
+            blob.extend_from_slice(value);
+            blob.extend_from_slice(b"trailing bytes");
+            let prefix_len = blob.len() - value.len() - 14;
+            assert_eq!(prefix_len % 3, k % 3);
+            let enc = STANDARD.encode(&blob);
+            let core = base64_core(value, prefix_len % 3);
+            assert!(enc.contains(&core), "offset {k}: {core} not in {enc}");
+        }
+    }
+
+    #[test]
+    fn names_that_say_secret() {
+        for n in [
+            "WANDB_API_KEY",
+            "HF_TOKEN",
+            "api_key",
+            "apiKey",
+            "secretAccessKey",
+            "client_secret",
+            "DB_PASSWORD",
+            "config.wandb.api_key",
+            "private_key",
+            "tokenValue",
+        ] {
+            assert!(name_says_secret(n), "{n}");
+        }
+        for n in [
+            "tokenizer",
+            "name",
+            "commit",
+            "key",
+            "model",
+            "keys",
+            "monkey",
+            "run_id",
+        ] {
+            assert!(!name_says_secret(n), "{n}");
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! The policy file model (`--config FILE` or `$XDG_CONFIG_HOME/factory-mcp/config.toml`):
+//! every key, its safe default, and the checks that stop the server at start naming the key.
+//! Tool and toolset names are checked by the server against the catalogue
+//! ([`Policy::check_tool_names`]), since the catalogue lives elsewhere.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// How a billable launch is confirmed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfirmMode {
+    /// A person confirms each launch (elicitation, or `factory-mcp approve PLAN_ID`).
+    #[default]
+    Human,
+    /// The plan id suffices (automation); requires both cost caps.
+    Plan,
+}
+
+impl fmt::Display for ConfirmMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConfirmMode::Human => "human",
+            ConfirmMode::Plan => "plan",
+        })
+    }
+}
+
+impl FromStr for ConfirmMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "human" => Ok(ConfirmMode::Human),
+            "plan" => Ok(ConfirmMode::Plan),
+            other => Err(format!("expected \"human\" or \"plan\", got {other:?}")),
+        }
+    }
+}
+
+/// `[secrets]`: where the forwardable secret values come from besides the environment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecretsPolicy {
+    /// An env file (`KEY=VALUE` lines) holding `WANDB_API_KEY` / `HF_TOKEN`.
+    pub env_file: Option<PathBuf>,
+}
+
+/// `[http]`: the streamable-HTTP transport.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpPolicy {
+    /// A file holding the bearer token HTTP clients must present.
+    pub auth_token_file: Option<PathBuf>,
+}
+
+/// `[platform]`: timeouts for calls to the Prime API, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlatformTimeouts {
+    pub request_timeout_s: u64,
+    pub connect_timeout_s: u64,
+    /// Run creation (the platform validates the config synchronously; the CLI waits 120 s).
+    pub create_timeout_s: u64,
+}
+
+impl Default for PlatformTimeouts {
+    fn default() -> Self {
+        PlatformTimeouts {
+            request_timeout_s: 30,
+            connect_timeout_s: 10,
+            create_timeout_s: 120,
+        }
+    }
+}
+
+/// The policy. Every field has a safe default; `Policy::default()` is what runs with no file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// Hide every tool that is not read-only.
+    pub read_only: bool,
+    pub confirm: ConfirmMode,
+    /// How long a plan stays launchable.
+    pub plan_ttl_seconds: u64,
+    /// Team ids runs may be launched for; `"personal"` stands for the personal account.
+    /// Absent: any.
+    pub allowed_teams: Option<Vec<String>>,
+    /// GPU types runs may use (case-insensitive). Absent: any.
+    pub allowed_gpu_types: Option<Vec<String>>,
+    pub max_gpus_per_run: Option<u32>,
+    /// On-demand price cap of one run, USD per hour.
+    pub max_cost_per_hour_usd: Option<f64>,
+    pub max_active_runs: Option<u32>,
+    /// Cap on the summed hourly price of all active runs plus the new one.
+    pub max_active_cost_per_hour_usd: Option<f64>,
+    pub max_steps: Option<u64>,
+    /// Whether the model may set `personal` / `relaunch_after_failure` in plan mode.
+    pub allow_model_overrides: bool,
+    pub secrets: SecretsPolicy,
+    /// The root that `config_path` and `dest_dir` must resolve inside.
+    pub workspace: Option<PathBuf>,
+    /// Further directories file arguments may resolve inside.
+    pub allow_dirs: Vec<PathBuf>,
+    /// Toolsets to expose. Absent: all.
+    pub toolsets: Option<Vec<String>>,
+    /// Individual tools to expose (in addition to `toolsets`). Absent: none beyond toolsets.
+    pub tools: Option<Vec<String>>,
+    /// Hide destructive tools.
+    pub disable_destructive: bool,
+    pub http: HttpPolicy,
+    pub platform: PlatformTimeouts,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            read_only: false,
+            confirm: ConfirmMode::Human,
+            plan_ttl_seconds: Policy::DEFAULT_PLAN_TTL_SECONDS,
+            allowed_teams: None,
+            allowed_gpu_types: None,
+            max_gpus_per_run: None,
+            max_cost_per_hour_usd: None,
+            max_active_runs: None,
+            max_active_cost_per_hour_usd: None,
+            max_steps: None,
+            allow_model_overrides: false,
+            secrets: SecretsPolicy::default(),
+            workspace: None,
+            allow_dirs: Vec::new(),
+            toolsets: None,
+            tools: None,
+            disable_destructive: false,
+            http: HttpPolicy::default(),
+            platform: PlatformTimeouts::default(),
+        }
+    }
+}
+
+/// A refused policy: the dotted key and why. `Display`: `policy key max_gpus_per_run: …`.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum PolicyError {
+    #[error("policy file is not valid TOML (line {line}, column {column}): {message}")]
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("policy key {key}: {reason}")]
+    Key { key: String, reason: String },
+}
+
+impl PolicyError {
+    /// The dotted key the error is about, when it is about one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            PolicyError::Key { key, .. } => Some(key),
+            PolicyError::Syntax { .. } => None,
+        }
+    }
+
+    fn key_err(key: &str, reason: impl Into<String>) -> Self {
+        PolicyError::Key {
+            key: key.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+const MAX_TIMEOUT_S: u64 = 3600;
+const MAX_PLAN_TTL_SECONDS: u64 = 7 * 24 * 3600;
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Turns serde's "unknown field `x`, expected …" into the key name `x`.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split('`').next()
+}
+
+impl Policy {
+    pub const DEFAULT_PLAN_TTL_SECONDS: u64 = 3600;
+
+    /// Parses and validates a policy file. Errors name the dotted key and the reason.
+    pub fn from_toml_str(text: &str) -> Result<Policy, PolicyError> {
+        // Syntax first, so that a syntax error reports a position rather than a key.
+        if let Err(e) = toml::from_str::<toml::Table>(text) {
+            let (line, column) = e.span().map_or((0, 0), |s| line_col(text, s.start));
+            return Err(PolicyError::Syntax {
+                line,
+                column,
+                message: e.message().trim().to_string(),
+            });
+        }
+        let de = toml::Deserializer::parse(text).map_err(|e| PolicyError::Syntax {
+            line: 0,
+            column: 0,
+            message: e.message().trim().to_string(),
+        })?;
+        let policy: Policy = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let message = e.inner().message().trim().to_string();
+            match unknown_field(&message) {
+                Some(field) => {
+                    // serde_path_to_error already ends the path with the unknown key.
+                    let key = if path == "." || path.is_empty() {
+                        field.to_string()
+                    } else if path == field || path.ends_with(&format!(".{field}")) {
+                        path
+                    } else {
+                        format!("{path}.{field}")
+                    };
+                    PolicyError::key_err(&key, "unknown key")
+                }
+                None => PolicyError::key_err(&path, message),
+            }
+        })?;
+        policy.validate()?;
+        Ok(policy)
+    }
+
+    /// The checks that do not depend on the catalogue: caps positive and finite, timeouts
+    /// and plan lifetime in range, and `confirm = "plan"` only with both cost caps.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        for (key, cap) in [
+            ("max_cost_per_hour_usd", self.max_cost_per_hour_usd),
+            (
+                "max_active_cost_per_hour_usd",
+                self.max_active_cost_per_hour_usd,
+            ),
+        ] {
+            if let Some(v) = cap
+                && !(v.is_finite() && v > 0.0)
+            {
+                return Err(PolicyError::key_err(
+                    key,
+                    format!("must be a positive number of USD per hour, got {v}"),
+                ));
+            }
+        }
+        for (key, cap) in [
+            ("max_gpus_per_run", self.max_gpus_per_run.map(u64::from)),
+            ("max_active_runs", self.max_active_runs.map(u64::from)),
+            ("max_steps", self.max_steps),
+        ] {
+            if cap == Some(0) {
+                return Err(PolicyError::key_err(
+                    key,
+                    "must be at least 1 (to allow no launches, set read_only = true)",
+                ));
+            }
+        }
+        if self.plan_ttl_seconds == 0 || self.plan_ttl_seconds > MAX_PLAN_TTL_SECONDS {
+            return Err(PolicyError::key_err(
+                "plan_ttl_seconds",
+                format!(
+                    "must be between 1 and {MAX_PLAN_TTL_SECONDS}, got {}",
+                    self.plan_ttl_seconds
+                ),
+            ));
+        }
+        for (key, v) in [
+            (
+                "platform.request_timeout_s",
+                self.platform.request_timeout_s,
+            ),
+            (
+                "platform.connect_timeout_s",
+                self.platform.connect_timeout_s,
+            ),
+            ("platform.create_timeout_s", self.platform.create_timeout_s),
+        ] {
+            if v == 0 || v > MAX_TIMEOUT_S {
+                return Err(PolicyError::key_err(
+                    key,
+                    format!("must be between 1 and {MAX_TIMEOUT_S} seconds, got {v}"),
+                ));
+            }
+        }
+        for (key, list) in [
+            ("allowed_teams", &self.allowed_teams),
+            ("allowed_gpu_types", &self.allowed_gpu_types),
+            ("toolsets", &self.toolsets),
+            ("tools", &self.tools),
+        ] {
+            if let Some(items) = list
+                && items.iter().any(|s| s.trim().is_empty())
+            {
+                return Err(PolicyError::key_err(key, "entries must not be empty"));
+            }
+        }
+        if self.confirm == ConfirmMode::Plan {
+            let missing: Vec<&str> = [
+                ("max_cost_per_hour_usd", self.max_cost_per_hour_usd),
+                (
+                    "max_active_cost_per_hour_usd",
+                    self.max_active_cost_per_hour_usd,
+                ),
+            ]
+            .into_iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k)
+            .collect();
+            if !missing.is_empty() {
+                return Err(PolicyError::key_err(
+                    "confirm",
+                    format!(
+                        "\"plan\" launches without asking a person, so it requires {}",
+                        missing.join(" and ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks `toolsets` and `tools` against the catalogue's names.
+    pub fn check_tool_names(
+        &self,
+        known_toolsets: &[&str],
+        known_tools: &[&str],
+    ) -> Result<(), PolicyError> {
+        for (key, list, known) in [
+            ("toolsets", &self.toolsets, known_toolsets),
+            ("tools", &self.tools, known_tools),
+        ] {
+            for name in list.iter().flatten() {
+                if !known.contains(&name.as_str()) {
+                    return Err(PolicyError::key_err(
+                        key,
+                        format!("unknown name {name:?}; known: {}", known.join(", ")),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a launch for `team` (`None` = the personal account) is allowed.
+    pub fn allows_team(&self, team: Option<&str>) -> bool {
+        match &self.allowed_teams {
+            None => true,
+            Some(list) => list.iter().any(|t| t == team.unwrap_or("personal")),
+        }
+    }
+
+    /// Whether a GPU type is allowed (case-insensitive).
+    pub fn allows_gpu_type(&self, gpu_type: &str) -> bool {
+        match &self.allowed_gpu_types {
+            None => true,
+            Some(list) => list.iter().any(|g| g.eq_ignore_ascii_case(gpu_type)),
+        }
+    }
+}

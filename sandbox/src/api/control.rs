@@ -1,0 +1,182 @@
+//! Test-only inspection and control routes under `/_sandbox/` (no auth, no faults): every run of
+//! every owner, counters, the request log, fault rules, the clock, and volume file listings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{AppState, detail, ok, parse_json_body};
+use crate::clock::{ClockMode, iso};
+use crate::faults::FaultRule;
+use crate::seed::Seed;
+use crate::sim;
+use crate::world::Run;
+
+type S = State<Arc<AppState>>;
+
+pub(super) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route(
+            "/_sandbox/health",
+            get(|| async { ok(json!({"ok": true})) }),
+        )
+        .route("/_sandbox/runs", get(runs))
+        .route("/_sandbox/runs/{id}", get(run))
+        .route("/_sandbox/stats", get(stats))
+        .route("/_sandbox/requests", get(requests).delete(clear_requests))
+        .route(
+            "/_sandbox/faults",
+            get(list_faults).post(add_fault).delete(clear_faults),
+        )
+        .route("/_sandbox/clock", get(clock))
+        .route("/_sandbox/clock/advance", post(advance))
+        .route("/_sandbox/volumes/{name}/files", get(volume_files))
+}
+
+/// A run as inspection shows it: the wire object, the create body without secret values, and
+/// the scenario the sandbox chose. Never the `tokenValue`.
+pub(super) fn inspect_run(r: &Run, seed: &Seed, now: DateTime<Utc>) -> Value {
+    let secrets: Vec<&str> = ["wandbApiKey", "hfToken"]
+        .into_iter()
+        .filter(|k| r.create_body.get(*k).is_some())
+        .collect();
+    json!({
+        "run": sim::run_wire(r, seed, now),
+        "createBody": r.create_body,
+        "secretsProvided": secrets,
+        "scenario": r.scenario,
+        "gpuType": r.gpu_type,
+        "imageTag": r.image_tag,
+        "resumeFrom": r.resume_from,
+        "steps": sim::phase(r, &seed.timings, now).steps,
+    })
+}
+
+async fn runs(State(st): S) -> Response {
+    ok(json!({"runs": st.inspect_runs()}))
+}
+
+async fn run(State(st): S, Path(id): Path<String>) -> Response {
+    match st
+        .inspect_runs()
+        .into_iter()
+        .find(|r| r["run"]["id"].as_str() == Some(&id))
+    {
+        Some(r) => ok(r),
+        None => detail(StatusCode::NOT_FOUND, format!("Run {id} not found")),
+    }
+}
+
+async fn stats(State(st): S) -> Response {
+    st.with_world(|w| {
+        ok(json!({
+            "create_requests": w.create_requests,
+            "runs": w.runs.len(),
+            "volumes": w.volumes.len(),
+        }))
+    })
+}
+
+async fn requests(State(st): S) -> Response {
+    let log = st
+        .requests
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    ok(json!({"requests": log}))
+}
+
+async fn clear_requests(State(st): S) -> Response {
+    st.requests
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+    ok(json!({"cleared": true}))
+}
+
+async fn list_faults(State(st): S) -> Response {
+    let rules = st.faults.lock().unwrap_or_else(|e| e.into_inner()).list();
+    ok(json!({"faults": rules}))
+}
+
+async fn add_fault(State(st): S, body: Bytes) -> Response {
+    let value = match parse_json_body(&body) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let rule: FaultRule = match serde_json::from_value(value) {
+        Ok(r) => r,
+        Err(e) => {
+            return detail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("Invalid fault rule: {e}"),
+            );
+        }
+    };
+    let added = st
+        .faults
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .add(rule);
+    (StatusCode::CREATED, axum::Json(added)).into_response()
+}
+
+async fn clear_faults(State(st): S) -> Response {
+    st.faults.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    ok(json!({"cleared": true}))
+}
+
+fn clock_json(st: &AppState) -> Value {
+    let (mode, speed) = match st.clock.mode() {
+        ClockMode::Real { speed } => ("real", Some(speed)),
+        ClockMode::Manual => ("manual", None),
+    };
+    json!({"now": iso(st.now()), "mode": mode, "speed": speed})
+}
+
+async fn clock(State(st): S) -> Response {
+    ok(clock_json(&st))
+}
+
+async fn advance(State(st): S, body: Bytes) -> Response {
+    let value = match parse_json_body(&body) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    match value.get("seconds").and_then(Value::as_f64) {
+        Some(s) if (0.0..1e10).contains(&s) => {
+            st.clock.advance(Duration::from_secs_f64(s));
+            st.persist();
+            ok(clock_json(&st))
+        }
+        _ => detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "seconds must be a non-negative number",
+        ),
+    }
+}
+
+/// Files on a volume (any owner): what runs mounted on it have written under `runs/<run_id>/`.
+async fn volume_files(State(st): S, Path(name): Path<String>) -> Response {
+    let now = st.now();
+    st.with_world(|w| {
+        if !w.volumes.iter().any(|v| v.name == name) {
+            return detail(StatusCode::NOT_FOUND, format!("Volume '{name}' not found"));
+        }
+        let files: Vec<Value> = w
+            .runs
+            .iter()
+            .filter(|r| r.volume.as_deref() == Some(name.as_str()))
+            .flat_map(|r| sim::volume_files(r, &w.seed, now))
+            .collect();
+        ok(json!({"volume": name, "files": files}))
+    })
+}

@@ -1,0 +1,1216 @@
+//! The platform API routes of §12 (login and feedback excepted).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use chrono::{DateTime, Utc};
+use http::{HeaderMap, StatusCode};
+use serde_json::{Value, json};
+
+use super::{
+    AppState, Params, auth, check_team, detail, int_param, nonempty, ok, parse_json_body,
+    validation,
+};
+use crate::SandboxError;
+use crate::clock::{iso, plus_secs};
+use crate::seed::{Seed, SeedUser};
+use crate::sim::{self, phase};
+use crate::wire::{
+    CreateRunResponse, FftCluster, FftModel, OnDemandGpu, RunPage, TeamItem, TeamMember,
+    TransferRoute, VolumeWire,
+};
+use crate::world::{Run, Volume, World, new_cuid, new_token};
+
+type S = State<Arc<AppState>>;
+
+pub(super) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/api/v1/user/whoami", get(whoami))
+        .route("/api/v1/user/teams", get(teams))
+        .route("/api/v1/teams/{team_id}/members", get(members))
+        .route("/api/v1/training/available-fft-models", get(models))
+        .route("/api/v1/training/available-gpu-types", get(gpu_types))
+        .route("/api/v1/training/runs/prepare", post(prepare))
+        .route("/api/v1/training/runs", post(create_run))
+        .route("/api/v1/training/runs/{id}/pause", post(pause_run))
+        .route("/api/v1/training/runs/{id}/resume", post(resume_run))
+        .route(
+            "/api/v1/training/volumes",
+            get(list_volumes).post(create_volume),
+        )
+        .route("/api/v1/training/volumes/{name}/transfer", post(transfer))
+        .route("/api/v1/rft/runs", get(list_runs))
+        .route("/api/v1/rft/runs/{id}", get(get_run).delete(delete_run))
+        .route("/api/v1/rft/runs/{id}/stop", put(stop_run))
+        .route("/api/v1/rft/runs/{id}/restart", put(restart_run))
+        .route("/api/v1/rft/runs/{id}/logs", get(logs))
+        .route(
+            "/api/v1/rft/runs/{id}/env-server-logs",
+            get(env_server_logs),
+        )
+        .route("/api/v1/rft/runs/{id}/env-servers", get(env_servers))
+        .route("/api/v1/rft/runs/{id}/metrics", get(metrics))
+        .route("/api/v1/rft/runs/{id}/progress", get(progress))
+        .route("/api/v1/rft/runs/{id}/checkpoints", get(checkpoints))
+        .route("/api/v1/rft/runs/{id}/samples", get(samples))
+        .route("/api/v1/rft/runs/{id}/distributions", get(distributions))
+        .route("/api/v1/billing/runs/{id}/usage", get(usage))
+}
+
+// ---- account ------------------------------------------------------------------------------
+
+async fn whoami(State(st): S, headers: HeaderMap, Query(q): Query<Params>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let team = nonempty(q.get("teamId"));
+    if let Err(r) = st.with_world(|w| check_team(&w.seed, &user, team)) {
+        return r;
+    }
+    let scope = json!({
+        "training": {"read": true, "write": true},
+        "volumes": {"read": true, "write": true},
+        "traces": {"read": true, "write": true},
+        "sandboxes": null,
+    });
+    ok(json!({"data": {
+        "id": user.id, "email": user.email, "name": user.name, "slug": user.slug,
+        "scope": scope, "account_limits": null, "key_limits": null,
+    }}))
+}
+
+async fn teams(State(st): S, headers: HeaderMap, Query(q): Query<Params>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let (offset, limit) = match (int_param(&q, "offset"), int_param(&q, "limit")) {
+        (Ok(o), Ok(l)) => (
+            o.unwrap_or(0).max(0) as usize,
+            l.unwrap_or(100).clamp(1, 1000) as usize,
+        ),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    let all: Vec<TeamItem> = st.with_world(|w| {
+        w.seed
+            .teams
+            .iter()
+            .filter_map(|t| {
+                let m = t.members.iter().find(|m| m.user_id == user.id)?;
+                Some(TeamItem {
+                    team_id: t.id.clone(),
+                    name: t.name.clone(),
+                    slug: t.slug.clone(),
+                    role: m.role.clone(),
+                    created_at: t.created_at.clone(),
+                })
+            })
+            .collect()
+    });
+    let total = all.len();
+    let data: Vec<TeamItem> = all.into_iter().skip(offset).take(limit).collect();
+    ok(json!({"data": data, "total_count": total}))
+}
+
+async fn members(State(st): S, headers: HeaderMap, Path(team_id): Path<String>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    st.with_world(|w| {
+        let Some(team) = w
+            .seed
+            .teams
+            .iter()
+            .find(|t| t.id == team_id && t.members.iter().any(|m| m.user_id == user.id))
+        else {
+            return detail(StatusCode::NOT_FOUND, format!("Team {team_id} not found"));
+        };
+        let data: Vec<TeamMember> = team
+            .members
+            .iter()
+            .filter_map(|m| {
+                let u = w.seed.user(&m.user_id)?;
+                Some(TeamMember {
+                    user_id: u.id.clone(),
+                    user_name: u.name.clone(),
+                    user_email: u.email.clone(),
+                    role: m.role.clone(),
+                    joined_at: team.created_at.clone(),
+                })
+            })
+            .collect();
+        ok(json!({"data": data}))
+    })
+}
+
+// ---- discovery ----------------------------------------------------------------------------
+
+async fn models(State(st): S, headers: HeaderMap, Query(q): Query<Params>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    st.with_world(|w| {
+        if let Err(r) = check_team(&w.seed, &user, nonempty(q.get("team_id"))) {
+            return r;
+        }
+        let models: Vec<FftModel> = w
+            .seed
+            .models
+            .iter()
+            .map(|m| FftModel {
+                name: m.name.clone(),
+                clusters: m
+                    .clusters
+                    .iter()
+                    .map(|c| FftCluster {
+                        cluster_id: c.cluster_id.clone(),
+                        cluster_name: c.cluster_name.clone(),
+                        gpu_type: c.gpu_type.clone(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let on_demand: Vec<OnDemandGpu> = w
+            .seed
+            .gpus
+            .iter()
+            .map(|g| OnDemandGpu {
+                gpu_type: g.gpu_type.clone(),
+                price_per_gpu_hour: g.price_per_gpu_hour,
+                discount_label: g.discount_label.clone(),
+                available_now: g.available_now,
+                is_beta: g.is_beta,
+            })
+            .collect();
+        ok(json!({"models": models, "onDemand": on_demand, "onDemandBetaAccess": true}))
+    })
+}
+
+async fn gpu_types(State(st): S, headers: HeaderMap, Query(q): Query<Params>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    st.with_world(|w| {
+        if let Err(r) = check_team(&w.seed, &user, nonempty(q.get("team_id"))) {
+            return r;
+        }
+        let types: Vec<&str> = w.seed.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        ok(json!({"gpuTypes": types}))
+    })
+}
+
+/// §11: answering 404 makes the CLI skip local validation (no uv venv from the network).
+async fn prepare(State(st): S, headers: HeaderMap) -> Response {
+    if let Err(r) = auth(&st, &headers) {
+        return r;
+    }
+    detail(StatusCode::NOT_FOUND, "Not Found")
+}
+
+// ---- create / pause / resume --------------------------------------------------------------
+
+/// What a new run needs besides the world.
+pub(crate) struct NewRun {
+    pub id: Option<String>,
+    pub user_id: String,
+    pub team_id: Option<String>,
+    pub name: Option<String>,
+    pub config: Value,
+    pub create_body: Value,
+    pub sft: bool,
+    pub gpu_type: Option<String>,
+    pub image_tag: Option<String>,
+    pub source_ref: Option<String>,
+    pub volume: Option<String>,
+    pub resume_from: Option<String>,
+    pub token_value: String,
+    pub created_at: DateTime<Utc>,
+    pub trace_bytes_total: Option<u64>,
+}
+
+/// Resolves GPU type, cluster, GPU counts and scenario, and builds the run record.
+pub(crate) fn build_run(seed: &Seed, n: NewRun) -> Run {
+    let model = sim::model_name(&n.config);
+    let seed_model = model.as_deref().and_then(|m| seed.model(m));
+    let gpu_type = n
+        .gpu_type
+        .clone()
+        .or_else(|| seed_model.and_then(|m| m.clusters.first().map(|c| c.gpu_type.clone())))
+        .or_else(|| seed.gpus.first().map(|g| g.gpu_type.clone()))
+        .unwrap_or_else(|| "H100_80GB".to_string());
+    let cluster_id = seed_model.and_then(|m| {
+        m.clusters
+            .iter()
+            .find(|c| c.gpu_type == gpu_type)
+            .or(m.clusters.first())
+            .map(|c| c.cluster_id.clone())
+    });
+    let (train, infer) = sim::gpu_counts(&n.config, n.sft);
+    let scenario = sim::classify(seed, &n.config, n.name.as_deref(), &gpu_type, train);
+    let price = seed.gpu(&gpu_type).map(|g| g.price_per_gpu_hour);
+    Run {
+        id: n.id.unwrap_or_else(new_cuid),
+        user_id: n.user_id,
+        team_id: n.team_id,
+        name: n.name,
+        created_at: n.created_at,
+        config: n.config,
+        create_body: n.create_body,
+        sft: n.sft,
+        gpu_type: Some(gpu_type),
+        image_tag: n.image_tag,
+        source_ref: n.source_ref,
+        volume: n.volume,
+        resume_from: n.resume_from,
+        token_value: n.token_value,
+        cluster_id,
+        train_gpus: train,
+        infer_gpus: infer,
+        on_demand: price.is_some(),
+        price_per_gpu_hour: price,
+        scenario,
+        stopped_at: None,
+        paused_at: None,
+        restarts: Vec::new(),
+        trace_bytes_total: n.trace_bytes_total,
+    }
+}
+
+fn create_response(run: &Run, seed: &Seed) -> CreateRunResponse {
+    let gpu = run.gpu_type.as_deref().and_then(|g| seed.gpu(g));
+    CreateRunResponse {
+        run_id: run.id.clone(),
+        token_value: run.token_value.clone(),
+        on_demand: run.on_demand,
+        gpu_type: run.gpu_type.clone(),
+        price_per_gpu_hour: run.price_per_gpu_hour,
+        estimated_cost_per_hour: run
+            .price_per_gpu_hour
+            .map(|p| (p * f64::from(run.train_gpus + run.infer_gpus) * 100.0).round() / 100.0),
+        is_beta: gpu.is_some_and(|g| g.is_beta),
+    }
+}
+
+/// The create body with secret values replaced, for inspection.
+fn redact_body(body: &Value) -> Value {
+    let mut b = body.clone();
+    if let Some(o) = b.as_object_mut() {
+        for k in ["wandbApiKey", "hfToken"] {
+            if o.contains_key(k) {
+                o.insert(k.to_string(), json!("[redacted]"));
+            }
+        }
+    }
+    b
+}
+
+fn opt_string(body: &Value, key: &str) -> Result<Option<String>, Response> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(validation(
+            &["body", key],
+            "Input should be a valid string",
+            "string_type",
+        )),
+    }
+}
+
+async fn create_run(State(st): S, headers: HeaderMap, body: Bytes) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    st.mutate(|w| w.create_requests += 1);
+    let body = match parse_json_body(&body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if !body.is_object() {
+        return validation(&["body"], "Input should be a valid dictionary", "dict_type");
+    }
+    let config = match body.get("config") {
+        Some(c @ Value::Object(_)) => c.clone(),
+        Some(_) => {
+            return validation(
+                &["body", "config"],
+                "Input should be a valid dictionary",
+                "dict_type",
+            );
+        }
+        None => return validation(&["body", "config"], "Field required", "missing"),
+    };
+    let fields = (|| {
+        Ok::<_, Response>((
+            opt_string(&body, "name")?,
+            opt_string(&body, "teamId")?,
+            opt_string(&body, "gpuType")?,
+            opt_string(&body, "imageTag")?,
+            opt_string(&body, "volume")?,
+            opt_string(&body, "mode")?,
+            opt_string(&body, "sourceRef")?,
+            opt_string(&body, "resumeFrom")?,
+            opt_string(&body, "wandbApiKey")?,
+            opt_string(&body, "hfToken")?,
+        ))
+    })();
+    let (name, team_id, gpu_type, image_tag, volume, mode, source_ref, resume_from, _wandb, _hf) =
+        match fields {
+            Ok(f) => f,
+            Err(r) => return r,
+        };
+    let sft = match mode.as_deref() {
+        None | Some("rl") => false,
+        Some("sft") => true,
+        Some(_) => {
+            return validation(
+                &["body", "mode"],
+                "Input should be 'rl' or 'sft'",
+                "literal_error",
+            );
+        }
+    };
+    let now = st.now();
+    let token = st.token_value.clone().unwrap_or_else(new_token);
+    st.mutate(|w| {
+        if let Err(r) = check_team(&w.seed, &user, team_id.as_deref()) {
+            return r;
+        }
+        if let Some(g) = &gpu_type
+            && w.seed.gpu(g).is_none()
+        {
+            let known: Vec<&str> = w.seed.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+            return detail(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "Unknown gpuType '{g}'. Available GPU types: {}",
+                    known.join(", ")
+                ),
+            );
+        }
+        let mut run_config = config.clone();
+        let mut volume = volume.clone();
+        if let Some(from) = &resume_from {
+            let Some(prev) = w.visible_run(&user.id, from) else {
+                return detail(StatusCode::NOT_FOUND, format!("Run {from} not found"));
+            };
+            let status = phase(prev, &w.seed.timings, now).status;
+            if status != "PAUSED" {
+                return detail(
+                    StatusCode::CONFLICT,
+                    format!("Run {from} is {status}, not PAUSED; only a PAUSED run can be resumed"),
+                );
+            }
+            if volume.is_none() {
+                volume = prev.volume.clone();
+            }
+            if run_config.as_object().is_some_and(|o| o.is_empty()) {
+                run_config = prev.config.clone();
+            }
+        } else if let Some(v) = &volume {
+            match w.volume_in_account(&user.id, team_id.as_deref(), v) {
+                None => return detail(StatusCode::NOT_FOUND, format!("Volume '{v}' not found")),
+                Some(vol) if vol.status(now) != "RUNNING" => {
+                    return detail(
+                        StatusCode::CONFLICT,
+                        format!("Volume '{v}' is not ready yet"),
+                    );
+                }
+                Some(_) => {}
+            }
+        }
+        let run = build_run(
+            &w.seed,
+            NewRun {
+                id: None,
+                user_id: user.id.clone(),
+                team_id: team_id.clone(),
+                name: name.clone(),
+                config: run_config,
+                create_body: redact_body(&body),
+                sft,
+                gpu_type: gpu_type.clone(),
+                image_tag: image_tag.clone(),
+                source_ref: source_ref.clone(),
+                volume,
+                resume_from: resume_from.clone(),
+                token_value: token,
+                created_at: now,
+                trace_bytes_total: None,
+            },
+        );
+        let resp = create_response(&run, &w.seed);
+        w.runs.push(run);
+        (StatusCode::CREATED, axum::Json(resp)).into_response()
+    })
+}
+
+async fn pause_run(State(st): S, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let now = st.now();
+    st.mutate(|w| {
+        let status = match w.visible_run(&user.id, &id) {
+            None => return detail(StatusCode::NOT_FOUND, format!("Run {id} not found")),
+            Some(r) => phase(r, &w.seed.timings, now).status,
+        };
+        if status != "RUNNING" {
+            return detail(StatusCode::CONFLICT, "Run is not RUNNING");
+        }
+        if let Some(r) = w.run_mut(&id) {
+            r.paused_at = Some(now);
+        }
+        ok(json!({"runId": id, "status": "PAUSED"}))
+    })
+}
+
+async fn resume_run(
+    State(st): S,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let body = match parse_json_body(&body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let gpu_type = match opt_string(&body, "gpuType") {
+        Ok(g) => g,
+        Err(r) => return r,
+    };
+    let image_tag = match opt_string(&body, "imageTag") {
+        Ok(g) => g,
+        Err(r) => return r,
+    };
+    let now = st.now();
+    let token = st.token_value.clone().unwrap_or_else(new_token);
+    st.mutate(|w| {
+        w.create_requests += 1;
+        let Some(prev) = w.visible_run(&user.id, &id).cloned() else {
+            return detail(StatusCode::NOT_FOUND, format!("Run {id} not found"));
+        };
+        let status = phase(&prev, &w.seed.timings, now).status;
+        if status != "PAUSED" {
+            return detail(StatusCode::CONFLICT, format!("Run is {status}, not PAUSED"));
+        }
+        if let Some(g) = &gpu_type
+            && w.seed.gpu(g).is_none()
+        {
+            return detail(StatusCode::BAD_REQUEST, format!("Unknown gpuType '{g}'"));
+        }
+        let run = build_run(
+            &w.seed,
+            NewRun {
+                id: None,
+                user_id: user.id.clone(),
+                team_id: prev.team_id.clone(),
+                name: prev.name.clone(),
+                config: prev.config.clone(),
+                create_body: redact_body(&body),
+                sft: prev.sft,
+                gpu_type: gpu_type.clone().or(prev.gpu_type.clone()),
+                image_tag: image_tag.clone().or(prev.image_tag.clone()),
+                source_ref: prev.source_ref.clone(),
+                volume: prev.volume.clone(),
+                resume_from: Some(prev.id.clone()),
+                token_value: token,
+                created_at: now,
+                trace_bytes_total: None,
+            },
+        );
+        let resp = create_response(&run, &w.seed);
+        w.runs.push(run);
+        (StatusCode::CREATED, axum::Json(resp)).into_response()
+    })
+}
+
+// ---- runs ---------------------------------------------------------------------------------
+
+async fn list_runs(State(st): S, headers: HeaderMap, Query(q): Query<Params>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let page = match int_param(&q, "page") {
+        Ok(p) => p.unwrap_or(1),
+        Err(r) => return r,
+    };
+    let limit = match int_param(&q, "limit") {
+        Ok(l) => l.unwrap_or(20),
+        Err(r) => return r,
+    };
+    if page < 1 {
+        return validation(
+            &["query", "page"],
+            "Input should be greater than or equal to 1",
+            "greater_than_equal",
+        );
+    }
+    if !(1..=100).contains(&limit) {
+        return validation(
+            &["query", "limit"],
+            "Input should be between 1 and 100",
+            "less_than_equal",
+        );
+    }
+    let mine = q
+        .get("mine")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+    let team = nonempty(q.get("team_id"));
+    let now = st.now();
+    st.with_world(|w| {
+        if let Err(r) = check_team(&w.seed, &user, team) {
+            return r;
+        }
+        // Newest first; runs created at the same instant keep creation order (later = newer).
+        let mut runs: Vec<(usize, &Run)> = w
+            .runs_in_account(&user.id, team)
+            .filter(|r| !mine || r.user_id == user.id)
+            .enumerate()
+            .collect();
+        runs.sort_by(|(ia, a), (ib, b)| b.created_at.cmp(&a.created_at).then(ib.cmp(ia)));
+        let total = runs.len();
+        let (page, limit) = (page as usize, limit as usize);
+        let items = runs
+            .into_iter()
+            .skip((page - 1).saturating_mul(limit))
+            .take(limit)
+            .map(|(_, r)| sim::run_wire(r, &w.seed, now))
+            .collect();
+        ok(RunPage {
+            runs: items,
+            total,
+            page,
+            limit,
+            total_pages: total.div_ceil(limit),
+        })
+    })
+}
+
+fn not_found(id: &str) -> Response {
+    detail(StatusCode::NOT_FOUND, format!("Run {id} not found"))
+}
+
+/// Runs `f` on a run the caller can see, or answers 401/404.
+fn with_run(
+    st: &AppState,
+    headers: &HeaderMap,
+    id: &str,
+    f: impl FnOnce(&Run, &Seed, DateTime<Utc>) -> Response,
+) -> Response {
+    let user = match auth(st, headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let now = st.now();
+    st.with_world(|w| match w.visible_run(&user.id, id) {
+        Some(r) => f(r, &w.seed, now),
+        None => not_found(id),
+    })
+}
+
+async fn get_run(State(st): S, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    with_run(&st, &headers, &id, |r, seed, now| {
+        ok(json!({"run": sim::run_wire(r, seed, now)}))
+    })
+}
+
+async fn stop_run(State(st): S, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let now = st.now();
+    st.mutate(|w| {
+        let active = match w.visible_run(&user.id, &id) {
+            None => return not_found(&id),
+            Some(r) => phase(r, &w.seed.timings, now).is_active(),
+        };
+        let World { runs, seed, .. } = w;
+        let Some(r) = runs.iter_mut().find(|r| r.id == id) else {
+            return not_found(&id);
+        };
+        if active {
+            r.stopped_at = Some(now);
+        }
+        ok(json!({"run": sim::run_wire(r, seed, now)}))
+    })
+}
+
+async fn restart_run(State(st): S, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let now = st.now();
+    st.mutate(|w| {
+        let status = match w.visible_run(&user.id, &id) {
+            None => return not_found(&id),
+            Some(r) => phase(r, &w.seed.timings, now).status,
+        };
+        if status != "RUNNING" {
+            return detail(
+                StatusCode::CONFLICT,
+                format!("Only RUNNING runs can be restarted; run {id} is {status}"),
+            );
+        }
+        let World { runs, seed, .. } = w;
+        let Some(r) = runs.iter_mut().find(|r| r.id == id) else {
+            return not_found(&id);
+        };
+        r.restarts.push(now);
+        ok(json!({"run": sim::run_wire(r, seed, now)}))
+    })
+}
+
+async fn delete_run(State(st): S, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let now = st.now();
+    st.mutate(|w| {
+        let status = match w.visible_run(&user.id, &id) {
+            None => return not_found(&id),
+            Some(r) => phase(r, &w.seed.timings, now),
+        };
+        if status.is_active() {
+            return detail(
+                StatusCode::CONFLICT,
+                format!("Run {id} is {}; stop it before deleting it", status.status),
+            );
+        }
+        w.runs.retain(|r| r.id != id);
+        ok(json!({"id": id, "deleted": true}))
+    })
+}
+
+// ---- monitoring ---------------------------------------------------------------------------
+
+const COMPONENTS: [&str; 4] = ["orchestrator", "trainer", "inference", "env-server"];
+
+fn render_logs(
+    run: &Run,
+    seed: &Seed,
+    now: DateTime<Utc>,
+    q: &Params,
+    force_env: bool,
+) -> Response {
+    let ph = phase(run, &seed.timings, now);
+    if !ph.has_started() {
+        let what = match ph.status {
+            "QUEUED" => "queued",
+            "PENDING" => "pending",
+            _ => "not started",
+        };
+        return detail(
+            StatusCode::NOT_FOUND,
+            format!("Run is {what}; logs are not available yet"),
+        );
+    }
+    let tail = match int_param(q, "tail_lines") {
+        Ok(t) => t.unwrap_or(1000),
+        Err(r) => return r,
+    };
+    if !(1..=5000).contains(&tail) {
+        return validation(
+            &["query", "tail_lines"],
+            "Input should be between 1 and 5000",
+            "less_than_equal",
+        );
+    }
+    let since = match int_param(q, "since_seconds") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let component = if force_env {
+        "env-server"
+    } else {
+        match q.get("component").map(String::as_str) {
+            None | Some("") => sim::primary_component(run),
+            Some(c) => match COMPONENTS.iter().find(|k| **k == c) {
+                Some(k) => k,
+                None => {
+                    return detail(
+                        StatusCode::BAD_REQUEST,
+                        format!(
+                            "Unknown component '{c}'; use one of {}",
+                            COMPONENTS.join(", ")
+                        ),
+                    );
+                }
+            },
+        }
+    };
+    let env_name = nonempty(q.get("env_name"));
+    let regex = q.get("regex").is_some_and(|v| v == "true");
+    let search = nonempty(q.get("search"));
+    let matcher = match (search, regex) {
+        (Some(s), true) => match regex::Regex::new(s) {
+            Ok(re) => Some(Box::new(move |t: &str| re.is_match(t)) as Box<dyn Fn(&str) -> bool>),
+            Err(e) => return detail(StatusCode::BAD_REQUEST, format!("Invalid regex: {e}")),
+        },
+        (Some(s), false) => {
+            let needle = s.to_lowercase();
+            Some(Box::new(move |t: &str| t.to_lowercase().contains(&needle))
+                as Box<dyn Fn(&str) -> bool>)
+        }
+        (None, _) => None,
+    };
+    let min_rank = match q.get("level").map(|l| l.to_ascii_uppercase()) {
+        None => 0,
+        Some(l) => match l.as_str() {
+            "DEBUG" => 0,
+            "INFO" | "SUCCESS" => 1,
+            "WARNING" => 2,
+            "ERROR" => 3,
+            "" => 0,
+            other => {
+                return detail(StatusCode::BAD_REQUEST, format!("Unknown level '{other}'"));
+            }
+        },
+    };
+    let rank = |l: &str| match l {
+        "ERROR" => 3,
+        "WARNING" => 2,
+        _ => 1,
+    };
+    let cutoff = since.map(|s| plus_secs(now, -(s as f64)));
+    let lines: Vec<String> = sim::logs(run, seed, now)
+        .into_iter()
+        .filter(|l| l.component == component)
+        .filter(|l| env_name.is_none_or(|e| l.env.as_deref() == Some(e)))
+        .filter(|l| rank(l.level) >= min_rank)
+        .filter(|l| cutoff.is_none_or(|c| l.ts >= c))
+        .filter(|l| matcher.as_ref().is_none_or(|m| m(&l.text)))
+        .map(|l| l.text)
+        .collect();
+    let skip = lines.len().saturating_sub(tail as usize);
+    ok(json!({"logs": lines[skip..].join("\n")}))
+}
+
+async fn logs(
+    State(st): S,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<Params>,
+) -> Response {
+    with_run(&st, &headers, &id, |r, seed, now| {
+        render_logs(r, seed, now, &q, false)
+    })
+}
+
+async fn env_server_logs(
+    State(st): S,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<Params>,
+) -> Response {
+    with_run(&st, &headers, &id, |r, seed, now| {
+        render_logs(r, seed, now, &q, true)
+    })
+}
+
+async fn env_servers(State(st): S, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    with_run(&st, &headers, &id, |r, seed, now| {
+        ok(json!({"env_servers": sim::env_servers(r, seed, now)}))
+    })
+}
+
+async fn metrics(
+    State(st): S,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<Params>,
+) -> Response {
+    let params = (
+        int_param(&q, "min_step"),
+        int_param(&q, "max_step"),
+        int_param(&q, "limit"),
+    );
+    let (min, max, limit) = match params {
+        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
+    };
+    with_run(&st, &headers, &id, |r, seed, now| {
+        let ph = phase(r, &seed.timings, now);
+        let total = sim::max_steps(r, &seed.timings);
+        let lo = min.unwrap_or(1).max(1);
+        let hi = max.unwrap_or(i64::from(ph.steps)).min(i64::from(ph.steps));
+        let mut out = Vec::new();
+        let mut k = lo;
+        while k <= hi && limit.is_none_or(|l| (out.len() as i64) < l) {
+            let mut m = sim::metrics_at(r, k as u32, total);
+            if let Some(o) = m.as_object_mut() {
+                o.insert(
+                    "timestamp".into(),
+                    json!(iso(sim::step_time(&ph, &seed.timings, k as u32))),
+                );
+            }
+            out.push(m);
+            k += 1;
+        }
+        ok(json!({"metrics": out}))
+    })
+}
+
+async fn progress(State(st): S, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    with_run(&st, &headers, &id, |r, seed, now| {
+        ok(sim::progress(r, seed, now))
+    })
+}
+
+async fn checkpoints(
+    State(st): S,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<Params>,
+) -> Response {
+    with_run(&st, &headers, &id, |r, seed, now| {
+        let filter = nonempty(q.get("status_filter")).map(str::to_ascii_uppercase);
+        let cks: Vec<_> = sim::checkpoints(r, seed, now)
+            .into_iter()
+            .filter(|c| filter.as_deref().is_none_or(|f| c.status == f))
+            .collect();
+        ok(json!({"checkpoints": cks}))
+    })
+}
+
+async fn samples(
+    State(st): S,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<Params>,
+) -> Response {
+    let params = (
+        int_param(&q, "page"),
+        int_param(&q, "limit"),
+        int_param(&q, "step"),
+    );
+    let (page, limit, step) = match params {
+        (Ok(a), Ok(b), Ok(c)) => (
+            a.unwrap_or(1).max(1) as u32,
+            b.unwrap_or(100).clamp(1, 1000) as u32,
+            c,
+        ),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
+    };
+    with_run(&st, &headers, &id, |r, seed, now| {
+        let ph = phase(r, &seed.timings, now);
+        let steps = sim::sample_steps(r, &ph);
+        let step = step.map(|s| s.max(0) as u32).or(steps.last().copied());
+        let total = match step {
+            Some(s) if steps.contains(&s) => sim::SAMPLES_PER_STEP,
+            _ => 0,
+        };
+        let start = (page - 1) * limit;
+        let items: Vec<Value> = (start..total.min(start + limit))
+            .filter_map(|i| step.map(|s| sim::sample(r, s, i)))
+            .collect();
+        ok(json!({
+            "run_id": r.id, "samples": items, "total": total, "page": page, "limit": limit,
+            "total_pages": total.div_ceil(limit),
+        }))
+    })
+}
+
+async fn distributions(
+    State(st): S,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<Params>,
+) -> Response {
+    let step = match int_param(&q, "step") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let kind = nonempty(q.get("type")).unwrap_or("rewards").to_string();
+    with_run(&st, &headers, &id, |r, seed, now| {
+        let ph = phase(r, &seed.timings, now);
+        let steps = sim::sample_steps(r, &ph);
+        let step = step.map(|s| s.max(0) as u32).or(steps.last().copied());
+        match step {
+            Some(s) if steps.contains(&s) => {
+                ok(json!({"bins": sim::distribution(r, &kind, s), "step": s}))
+            }
+            Some(s) => ok(json!({"bins": [], "step": s})),
+            None => ok(json!({"bins": [], "step": null})),
+        }
+    })
+}
+
+async fn usage(State(st): S, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    with_run(&st, &headers, &id, |r, seed, now| {
+        ok(sim::usage(r, seed, now))
+    })
+}
+
+// ---- volumes ------------------------------------------------------------------------------
+
+fn volume_wire(v: &Volume, seed: &Seed, now: DateTime<Utc>) -> VolumeWire {
+    let creator = seed.user(&v.user_id);
+    VolumeWire {
+        name: v.name.clone(),
+        size: v.size.clone(),
+        status: v.status(now).to_string(),
+        cluster_id: v.cluster_id.clone(),
+        cluster: v.cluster_name.clone(),
+        pvc_name: v.pvc_name.clone(),
+        created_by: v.user_id.clone(),
+        created_by_name: creator.map(|u| u.name.clone()),
+        created_by_email: creator.map(|u| u.email.clone()),
+        created_at: iso(v.created_at),
+    }
+}
+
+async fn list_volumes(State(st): S, headers: HeaderMap, Query(q): Query<Params>) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let team = nonempty(q.get("teamId"));
+    let now = st.now();
+    st.with_world(|w| {
+        if let Err(r) = check_team(&w.seed, &user, team) {
+            return r;
+        }
+        let vols: Vec<VolumeWire> = w
+            .volumes
+            .iter()
+            .filter(|v| match team {
+                Some(t) => v.team_id.as_deref() == Some(t),
+                None => v.team_id.is_none() && v.user_id == user.id,
+            })
+            .map(|v| volume_wire(v, &w.seed, now))
+            .collect();
+        ok(json!({"volumes": vols}))
+    })
+}
+
+pub(crate) fn new_volume(
+    seed: &Seed,
+    name: &str,
+    user: &SeedUser,
+    team_id: Option<String>,
+    size: String,
+    now: DateTime<Utc>,
+    ready_after_s: f64,
+) -> Volume {
+    let cluster = seed.models.first().and_then(|m| m.clusters.first());
+    Volume {
+        name: name.to_string(),
+        user_id: user.id.clone(),
+        team_id,
+        size,
+        created_at: now,
+        ready_after_s,
+        cluster_id: cluster.map_or_else(|| "csandboxcluster".into(), |c| c.cluster_id.clone()),
+        cluster_name: cluster.map_or_else(|| "sandbox".into(), |c| c.cluster_name.clone()),
+        pvc_name: format!("vol-{}", &sim::hex_digest(&["pvc", name, &user.id])[..12]),
+    }
+}
+
+fn valid_volume_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 63
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !n.starts_with('-')
+        && !n.ends_with('-')
+}
+
+fn valid_size(s: &str) -> bool {
+    let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &s[digits.len()..];
+    !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && matches!(unit, "Gi" | "Ti")
+}
+
+async fn create_volume(State(st): S, headers: HeaderMap, body: Bytes) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let body = match parse_json_body(&body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let name = match body.get("name").and_then(Value::as_str) {
+        Some(n) => n.to_string(),
+        None => return validation(&["body", "name"], "Field required", "missing"),
+    };
+    if !valid_volume_name(&name) {
+        return detail(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "Invalid volume name '{name}': use lowercase letters, digits and '-' (at most 63)"
+            ),
+        );
+    }
+    let size = body
+        .get("size")
+        .and_then(Value::as_str)
+        .unwrap_or("5Ti")
+        .to_string();
+    if !valid_size(&size) {
+        return detail(
+            StatusCode::BAD_REQUEST,
+            format!("Invalid size '{size}': use e.g. 500Gi or 5Ti"),
+        );
+    }
+    let team = match opt_string(&body, "teamId") {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let now = st.now();
+    st.mutate(|w| {
+        if let Err(r) = check_team(&w.seed, &user, team.as_deref()) {
+            return r;
+        }
+        if w.volume_in_account(&user.id, team.as_deref(), &name)
+            .is_some()
+        {
+            return detail(
+                StatusCode::CONFLICT,
+                format!("Volume '{name}' already exists"),
+            );
+        }
+        let ready = w.seed.timings.volume_ready_s;
+        let v = new_volume(
+            &w.seed,
+            &name,
+            &user,
+            team.clone(),
+            size.clone(),
+            now,
+            ready,
+        );
+        let resp = volume_wire(&v, &w.seed, now);
+        w.volumes.push(v);
+        (StatusCode::CREATED, axum::Json(resp)).into_response()
+    })
+}
+
+/// §10 transfer route. The S3-compatible endpoint it names is not served yet (later work).
+async fn transfer(
+    State(st): S,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let body = match parse_json_body(&body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let mode = body.get("mode").and_then(Value::as_str).unwrap_or("get");
+    if !matches!(mode, "get" | "put") {
+        return detail(
+            StatusCode::BAD_REQUEST,
+            format!("Unknown transfer mode '{mode}'"),
+        );
+    }
+    let path = body
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let team = match opt_string(&body, "teamId") {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let now = st.now();
+    let base = st.base_url.clone();
+    st.with_world(|w| {
+        if let Err(r) = check_team(&w.seed, &user, team.as_deref()) {
+            return r;
+        }
+        let Some(v) = w.volume_in_account(&user.id, team.as_deref(), &name) else {
+            return detail(StatusCode::NOT_FOUND, format!("Volume '{name}' not found"));
+        };
+        let lease = sim::hex_digest(&["lease", &name, &path, &iso(now)]);
+        ok(TransferRoute {
+            via: "r2",
+            endpoint: format!("{base}/_sandbox/s3"),
+            bucket: "sandbox-volumes".into(),
+            prefix: format!("{}/", v.pvc_name),
+            access_key_id: format!("sandbox-access-{}", &lease[..12]),
+            secret_access_key: format!("sandbox-secret-{}", &lease[12..36]),
+            session_token: format!("sandbox-session-{}", &lease[36..60]),
+            expires_at: iso(plus_secs(now, 3600.0)),
+        })
+    })
+}
+
+// ---- seeding ------------------------------------------------------------------------------
+
+/// The world at first start: seeded volumes and runs on top of the seed.
+pub(crate) fn seeded_world(seed: Seed, now: DateTime<Utc>) -> Result<World, SandboxError> {
+    let mut world = World::new(seed.clone());
+    for v in &seed.volumes {
+        let user = seed.user(&v.user_id).ok_or_else(|| {
+            SandboxError::Seed(format!("volume {}: unknown user {}", v.name, v.user_id))
+        })?;
+        world.volumes.push(new_volume(
+            &seed,
+            &v.name,
+            user,
+            v.team_id.clone(),
+            v.size.clone(),
+            plus_secs(now, -3600.0),
+            0.0,
+        ));
+    }
+    for r in &seed.runs {
+        if seed.user(&r.user_id).is_none() {
+            return Err(SandboxError::Seed(format!(
+                "run: unknown user {}",
+                r.user_id
+            )));
+        }
+        let name = r.name.clone().or_else(|| {
+            r.config
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        let run = build_run(
+            &seed,
+            NewRun {
+                id: r.id.clone(),
+                user_id: r.user_id.clone(),
+                team_id: r.team_id.clone(),
+                name,
+                config: r.config.clone(),
+                create_body: json!({"seeded": true}),
+                sft: r.sft,
+                gpu_type: r.gpu_type.clone(),
+                image_tag: None,
+                source_ref: None,
+                volume: r.volume.clone(),
+                resume_from: None,
+                token_value: new_token(),
+                created_at: plus_secs(now, -r.age_s),
+                trace_bytes_total: r.trace_bytes_total,
+            },
+        );
+        world.runs.push(run);
+    }
+    Ok(world)
+}

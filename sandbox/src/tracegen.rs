@@ -1,0 +1,203 @@
+//! Traces of hosted runs, as the traces service (§9) would hold them: a few per training step
+//! for RL runs, and eval traces at the eval interval under a separate trace run
+//! (`<run_id>-eval`, `context.run_type = "eval"`). The trace/run id mapping, the document
+//! layout and the counts are inventions of the sandbox. Raw documents are generated on the fly;
+//! a run seeded with `trace_bytes_total` gets padded documents streamed without being held.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use crate::clock::{iso_secs, plus_secs};
+use crate::seed::Seed;
+use crate::sim::{self, Phase, phase, unit};
+use crate::wire::{TraceExecution, TraceModel, TraceScore, TraceSummary};
+use crate::world::Run;
+
+#[derive(Debug, Clone)]
+pub(crate) struct TraceRec {
+    pub summary: TraceSummary,
+    pub step: u32,
+    pub episode_index: u32,
+    pub created: DateTime<Utc>,
+    /// Exact size of the padded document, for runs seeded with `trace_bytes_total`.
+    pub padded_size: Option<u64>,
+}
+
+pub(crate) fn eval_run_id(run_id: &str) -> String {
+    format!("{run_id}-eval")
+}
+
+/// Every trace the run has produced by `now`.
+pub(crate) fn traces_for(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<TraceRec> {
+    let t = &seed.timings;
+    let ph = phase(run, t, now);
+    let mut out = Vec::new();
+    if !run.sft {
+        let per = t.traces_per_step.max(1);
+        let padded = run.trace_bytes_total.map(|total| {
+            let n = u64::from(sim::max_steps(run, t)) * u64::from(per);
+            (total / n.max(1), total % n.max(1), n)
+        });
+        for k in 1..=ph.steps {
+            for i in 0..per {
+                let padded_size = padded.map(|(each, rem, n)| {
+                    let ordinal = u64::from(k - 1) * u64::from(per) + u64::from(i) + 1;
+                    if ordinal == n { each + rem } else { each }
+                });
+                out.push(make(run, seed, &ph, k, i, "train", padded_size));
+            }
+        }
+    }
+    if let Some(every) = sim::eval_interval(&run.config) {
+        let mut k = every;
+        while k <= ph.steps {
+            for i in 0..t.eval_traces_per_step.max(1) {
+                out.push(make(run, seed, &ph, k, i, "eval", None));
+            }
+            k += every;
+        }
+    }
+    out
+}
+
+fn make(
+    run: &Run,
+    seed: &Seed,
+    ph: &Phase,
+    k: u32,
+    i: u32,
+    run_type: &'static str,
+    padded_size: Option<u64>,
+) -> TraceRec {
+    let trace_run = if run_type == "eval" {
+        eval_run_id(&run.id)
+    } else {
+        run.id.clone()
+    };
+    let created = plus_secs(sim::step_time(ph, &seed.timings, k), f64::from(i) * 0.01);
+    let salt = u64::from(k) * 1000 + u64::from(i) + if run_type == "eval" { 500 } else { 0 };
+    let reward = (unit(&run.id, "trace-reward", salt) * 0.6 + 0.4 * f64::from(k) / 20.0).min(1.0);
+    let reward = (reward * 10_000.0).round() / 10_000.0;
+    let has_error = k == 4 && i == 1;
+    let env = sim::environments(&run.config).first().map(|e| e.id.clone());
+    let model = sim::model_name(&run.config);
+    let mut context = BTreeMap::new();
+    context.insert("run_type".to_string(), run_type.to_string());
+    context.insert("step".to_string(), k.to_string());
+    context.insert("platform_run_id".to_string(), run.id.clone());
+    context.insert("source".to_string(), "hosted_training".to_string());
+    let episode_index = i / 2;
+    let mut summary = TraceSummary {
+        trace_id: format!("tr-{trace_run}-{k:05}-{i}"),
+        upload_id: sim::hex_digest(&["upload", &trace_run, &k.to_string()]),
+        episode_id: Some(format!("ep-{trace_run}-{k:05}-{episode_index}")),
+        created_at: iso_secs(created),
+        ingested_at: iso_secs(plus_secs(created, 2.0)),
+        run_id: Some(trace_run),
+        environment_id: env,
+        model: TraceModel {
+            provider: Some("prime".into()),
+            id: model,
+        },
+        task_id: Some(format!("task-{:03}", (k * 7 + i * 3) % 200)),
+        agent_name: Some("prime-rl".into()),
+        score: TraceScore {
+            reward: (!has_error).then_some(reward).or(Some(0.0)),
+            outcome: Some(
+                if has_error {
+                    "error"
+                } else if reward >= 0.5 {
+                    "success"
+                } else {
+                    "failure"
+                }
+                .into(),
+            ),
+        },
+        execution: TraceExecution {
+            has_error,
+            is_truncated: unit(&run.id, "trunc", salt) < 0.05,
+        },
+        duration_ms: 800 + (unit(&run.id, "dur", salt) * 4000.0) as u64,
+        total_tokens: 300 + (unit(&run.id, "tok", salt) * 900.0) as u64,
+        size_bytes: 0,
+        context,
+        user_id: run.user_id.clone(),
+    };
+    let mut rec = TraceRec {
+        summary: summary.clone(),
+        step: k,
+        episode_index,
+        created,
+        padded_size,
+    };
+    summary.size_bytes = padded_size.unwrap_or_else(|| base_document(&rec).len() as u64);
+    rec.summary = summary;
+    rec
+}
+
+/// The trace document without padding.
+fn base_document(rec: &TraceRec) -> String {
+    let s = &rec.summary;
+    let prompt = format!(
+        "Solve task {} (step {}).",
+        s.task_id.clone().unwrap_or_default(),
+        rec.step
+    );
+    let answer = format!(
+        "Sandbox answer for {} with reward {:?}.",
+        s.trace_id, s.score.reward
+    );
+    json!({
+        "schema_version": 1,
+        "trace_id": s.trace_id,
+        "episode_id": s.episode_id,
+        "run_id": s.run_id,
+        "created_at": s.created_at,
+        "environment_id": s.environment_id,
+        "model": {"provider": s.model.provider, "id": s.model.id},
+        "task_id": s.task_id,
+        "agent_name": s.agent_name,
+        "context": s.context,
+        "score": {"reward": s.score.reward, "outcome": s.score.outcome},
+        "execution": {"has_error": s.execution.has_error, "is_truncated": s.execution.is_truncated},
+        "nodes": [
+            {"node_idx": 0, "parent_idx": null, "sampled": false, "message": {"role": "system", "content": "You are a helpful assistant."}},
+            {"node_idx": 1, "parent_idx": 0, "sampled": false, "message": {"role": "user", "content": prompt}},
+            {"node_idx": 2, "parent_idx": 1, "sampled": true, "message": {"role": "assistant", "content": answer}},
+        ],
+        "usage": {"total_tokens": s.total_tokens, "duration_ms": s.duration_ms},
+    })
+    .to_string()
+}
+
+/// The raw document as (head, filler length, tail): head + `filler` bytes of padding + tail.
+pub(crate) fn raw_parts(rec: &TraceRec) -> (Vec<u8>, u64, Vec<u8>) {
+    let base = base_document(rec);
+    match rec.padded_size {
+        None => (base.into_bytes(), 0, Vec::new()),
+        Some(target) => {
+            let mut head = base;
+            head.pop(); // the closing brace
+            head.push_str(",\"padding\":\"");
+            let tail = b"\"}".to_vec();
+            let filler = target.saturating_sub((head.len() + tail.len()) as u64);
+            (head.into_bytes(), filler, tail)
+        }
+    }
+}
+
+/// The raw episode document: the episode and its member trace ids.
+pub(crate) fn episode_document(episode_id: &str, members: &[&TraceRec]) -> Value {
+    let first = members.first();
+    json!({
+        "schema_version": 1,
+        "episode_id": episode_id,
+        "run_id": first.and_then(|r| r.summary.run_id.clone()),
+        "environment_id": first.and_then(|r| r.summary.environment_id.clone()),
+        "created_at": first.map(|r| r.summary.created_at.clone()),
+        "traces": members.iter().map(|r| r.summary.trace_id.clone()).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,320 @@
+//! Account and discovery tools: `whoami`, `list_teams`, `list_models`, `list_gpus`.
+
+use std::sync::Arc;
+
+use factory_platform::TeamScope;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    owner,
+    reply::{Outcome, ToolResult},
+    server::{Call, ToolDef, tool},
+    state::{AppState, platform_error},
+};
+
+pub fn tools() -> Vec<ToolDef<AppState>> {
+    vec![
+        tool("whoami", whoami),
+        tool("list_teams", list_teams),
+        tool("list_models", list_models),
+        tool("list_gpus", list_gpus),
+    ]
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WhoamiOut {
+    pub user: UserOut,
+    /// The active team, or null for the personal account.
+    pub team: Option<TeamOut>,
+    pub base_url: String,
+    pub traces_url: String,
+    /// The API key, masked to at most its last 4 characters.
+    pub api_key: String,
+    /// Where the API key came from.
+    pub api_key_source: String,
+    /// True when the platform is the embedded sandbox, not the real service.
+    pub sandbox: bool,
+    pub policy: PolicyOut,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct UserOut {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    pub slug: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TeamOut {
+    pub id: String,
+    /// env (PRIME_TEAM_ID), config (~/.prime), or server.
+    pub source: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PolicyOut {
+    pub confirm: String,
+    pub read_only: bool,
+    pub disable_destructive: bool,
+    pub allowed_teams: Option<Vec<String>>,
+    pub allowed_gpu_types: Option<Vec<String>>,
+    pub max_gpus_per_run: Option<u32>,
+    pub max_cost_per_hour_usd: Option<f64>,
+    pub max_active_runs: Option<u32>,
+    pub max_active_cost_per_hour_usd: Option<f64>,
+    pub max_steps: Option<u64>,
+}
+
+async fn whoami(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<WhoamiOut> {
+    let platform = state.platform()?;
+    let user = platform
+        .whoami()
+        .await
+        .map_err(|e| platform_error("read the current user", &e))?;
+    let settings = platform.settings();
+    let team = settings.team.as_ref().map(|t| TeamOut {
+        id: t.id.clone(),
+        source: t.source.to_string(),
+    });
+    let p = &state.policy;
+    let out = WhoamiOut {
+        user: UserOut {
+            id: user.id,
+            name: user.name,
+            email: user.email,
+            slug: user.slug,
+        },
+        team,
+        base_url: settings.base_url.clone(),
+        traces_url: settings.traces_url.clone(),
+        api_key: settings.masked_api_key().unwrap_or_else(|| "(none)".into()),
+        api_key_source: settings.api_key_source.to_string(),
+        sandbox: state.sandbox,
+        policy: PolicyOut {
+            confirm: p.confirm.to_string(),
+            read_only: p.read_only,
+            disable_destructive: p.disable_destructive,
+            allowed_teams: p.allowed_teams.clone(),
+            allowed_gpu_types: p.allowed_gpu_types.clone(),
+            max_gpus_per_run: p.max_gpus_per_run,
+            max_cost_per_hour_usd: p.max_cost_per_hour_usd,
+            max_active_runs: p.max_active_runs,
+            max_active_cost_per_hour_usd: p.max_active_cost_per_hour_usd,
+            max_steps: p.max_steps,
+        },
+    };
+    let who = out
+        .user
+        .name
+        .clone()
+        .or(out.user.email.clone())
+        .unwrap_or_else(|| "unknown user".into());
+    let owner = match &out.team {
+        Some(t) => format!("team {}", t.id),
+        None => "personal account".into(),
+    };
+    let where_ = if state.sandbox { " (sandbox)" } else { "" };
+    Ok(Outcome::done(
+        format!("{who}, acting for the {owner}{where_}"),
+        out,
+    ))
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TeamsOut {
+    pub teams: Vec<TeamItem>,
+    pub total: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TeamItem {
+    pub team_id: String,
+    pub name: String,
+    pub slug: Option<String>,
+    pub role: Option<String>,
+    pub created_at: Option<String>,
+}
+
+async fn list_teams(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<TeamsOut> {
+    let teams = state
+        .platform()?
+        .list_all_teams()
+        .await
+        .map_err(|e| platform_error("list teams", &e))?;
+    let teams: Vec<TeamItem> = teams
+        .into_iter()
+        .map(|t| TeamItem {
+            team_id: t.team_id,
+            name: t.name,
+            slug: t.slug,
+            role: t.role,
+            created_at: t.created_at,
+        })
+        .collect();
+    let total = teams.len();
+    Ok(Outcome::done(
+        format!("{total} team(s)"),
+        TeamsOut { teams, total },
+    ))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerArgs {
+    /// Team to act for (overrides the active team).
+    pub team_id: Option<String>,
+    /// Act for the personal account even when a team is active.
+    pub personal: Option<bool>,
+}
+
+impl OwnerArgs {
+    fn scope(&self, state: &AppState) -> Result<TeamScope, crate::reply::ToolError> {
+        owner::scope(
+            self.team_id.as_deref(),
+            self.personal,
+            state.policy.allowed_teams.as_deref(),
+        )
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ModelsOut {
+    pub models: Vec<ModelItem>,
+    pub on_demand: Vec<OfferItem>,
+    /// Whether the owner may launch on-demand (beta) capacity; null when the platform did not say.
+    pub on_demand_beta_access: Option<bool>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ModelItem {
+    pub name: String,
+    pub clusters: Vec<ClusterItem>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ClusterItem {
+    pub cluster_id: String,
+    pub cluster_name: String,
+    pub gpu_type: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OfferItem {
+    pub gpu_type: String,
+    pub price_per_gpu_hour: f64,
+    pub available_now: Option<bool>,
+    pub is_beta: Option<bool>,
+    pub discount_label: Option<String>,
+}
+
+async fn list_models(state: Arc<AppState>, args: OwnerArgs, _call: Call) -> ToolResult<ModelsOut> {
+    let scope = args.scope(&state)?;
+    let m = state
+        .platform()?
+        .available_models(&scope)
+        .await
+        .map_err(|e| platform_error("list trainable models", &e))?;
+    let mut notes = Vec::new();
+    if m.on_demand_beta_access == Some(false) {
+        notes.push(
+            "This owner has no on-demand (beta) access: runs use reserved capacity only.".into(),
+        );
+    }
+    let out = ModelsOut {
+        models: m
+            .models
+            .into_iter()
+            .map(|model| ModelItem {
+                name: model.name,
+                clusters: model
+                    .clusters
+                    .into_iter()
+                    .map(|c| ClusterItem {
+                        cluster_id: c.cluster_id,
+                        cluster_name: c.cluster_name,
+                        gpu_type: c.gpu_type,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        on_demand: m.on_demand.into_iter().map(offer).collect(),
+        on_demand_beta_access: m.on_demand_beta_access,
+        notes,
+    };
+    Ok(Outcome::done(
+        format!(
+            "{} trainable model(s), {} on-demand GPU offer(s)",
+            out.models.len(),
+            out.on_demand.len()
+        ),
+        out,
+    ))
+}
+
+fn offer(o: factory_platform::wire::account::OnDemandOffer) -> OfferItem {
+    OfferItem {
+        gpu_type: o.gpu_type,
+        price_per_gpu_hour: o.price_per_gpu_hour,
+        available_now: o.available_now,
+        is_beta: o.is_beta,
+        discount_label: o.discount_label,
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GpusOut {
+    pub gpus: Vec<GpuItem>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GpuItem {
+    pub gpu_type: String,
+    /// On-demand price per GPU-hour in USD, when the platform offers this type on demand.
+    pub price_per_gpu_hour: Option<f64>,
+    pub available_now: Option<bool>,
+    /// Whether the policy's allowed_gpu_types lets a plan use this type.
+    pub allowed_by_policy: bool,
+}
+
+async fn list_gpus(state: Arc<AppState>, args: OwnerArgs, _call: Call) -> ToolResult<GpusOut> {
+    let scope = args.scope(&state)?;
+    let platform = state.platform()?;
+    let (types, models) = tokio::join!(
+        platform.gpu_types(&scope),
+        platform.available_models(&scope)
+    );
+    let types = types.map_err(|e| platform_error("list GPU types", &e))?;
+    let models = models.map_err(|e| platform_error("read on-demand GPU prices", &e))?;
+    let allowed = state.policy.allowed_gpu_types.as_deref();
+    let mut names = types.gpu_types;
+    for o in &models.on_demand {
+        if !names.contains(&o.gpu_type) {
+            names.push(o.gpu_type.clone());
+        }
+    }
+    let gpus: Vec<GpuItem> = names
+        .into_iter()
+        .map(|name| {
+            let o = models.on_demand.iter().find(|o| o.gpu_type == name);
+            GpuItem {
+                price_per_gpu_hour: o.map(|o| o.price_per_gpu_hour),
+                available_now: o.and_then(|o| o.available_now),
+                allowed_by_policy: allowed.is_none_or(|a| a.iter().any(|x| x == &name)),
+                gpu_type: name,
+            }
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if models.on_demand_beta_access == Some(false) {
+        notes.push("No on-demand (beta) access for this owner: prices apply only with reserved capacity.".into());
+    }
+    Ok(Outcome::done(format!("{} GPU type(s)", gpus.len()), GpusOut { gpus, notes }))
+}

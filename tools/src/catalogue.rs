@@ -1,0 +1,255 @@
+//! The tool catalogue: one record per tool (name, toolset, the four annotation hints, a short
+//! description). It is data, so gating (`--read-only`, `--disable-destructive`, `--toolsets`,
+//! `--tools`) is derived from it and never listed twice. A test holds it to the table in
+//! DESIGN.md.
+
+/// The groups a tool belongs to; `--toolsets` selects among them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Toolset {
+    Account,
+    Config,
+    Launch,
+    Runs,
+    Lifecycle,
+    Traces,
+    Artifacts,
+}
+
+impl Toolset {
+    pub const ALL: [Toolset; 7] = [
+        Toolset::Account,
+        Toolset::Config,
+        Toolset::Launch,
+        Toolset::Runs,
+        Toolset::Lifecycle,
+        Toolset::Traces,
+        Toolset::Artifacts,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Toolset::Account => "account",
+            Toolset::Config => "config",
+            Toolset::Launch => "launch",
+            Toolset::Runs => "runs",
+            Toolset::Lifecycle => "lifecycle",
+            Toolset::Traces => "traces",
+            Toolset::Artifacts => "artifacts",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Toolset> {
+        Toolset::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+/// The four MCP annotation hints, always set explicitly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hints {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+const fn hints(read_only: bool, destructive: bool, idempotent: bool, open_world: bool) -> Hints {
+    Hints {
+        read_only,
+        destructive,
+        idempotent,
+        open_world,
+    }
+}
+
+/// Read-only, non-destructive, idempotent, open-world: every platform read.
+const READ: Hints = hints(true, false, true, true);
+
+/// One tool's record.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub toolset: Toolset,
+    pub hints: Hints,
+    pub title: &'static str,
+    pub description: &'static str,
+}
+
+/// Every tool this server implements.
+pub const CATALOGUE: &[ToolSpec] = &[
+    ToolSpec {
+        name: "whoami",
+        toolset: Toolset::Account,
+        hints: READ,
+        title: "Who am I",
+        description: "The platform user, the active team and where it came from, the base URL, the API key masked to its last 4 characters, and the active policy.",
+    },
+    ToolSpec {
+        name: "list_teams",
+        toolset: Toolset::Account,
+        hints: READ,
+        title: "List teams",
+        description: "Teams the API key can act for (id, name, slug, role).",
+    },
+    ToolSpec {
+        name: "list_models",
+        toolset: Toolset::Account,
+        hints: READ,
+        title: "List trainable models",
+        description: "Models the owner can train, with their clusters and GPU types, plus on-demand GPU prices.",
+    },
+    ToolSpec {
+        name: "list_gpus",
+        toolset: Toolset::Account,
+        hints: READ,
+        title: "List GPU types",
+        description: "GPU types available for training, with on-demand price per GPU-hour and availability.",
+    },
+    ToolSpec {
+        name: "validate_config",
+        toolset: Toolset::Config,
+        hints: READ,
+        title: "Validate a prime-rl config",
+        description: "Validate a prime-rl TOML config (file under the workspace or inline) against the prime-rl schema and the hosted-run rules; findings carry severity, dotted path, message and hint.",
+    },
+    ToolSpec {
+        name: "list_runs",
+        toolset: Toolset::Runs,
+        hints: READ,
+        title: "List runs",
+        description: "Training runs of the active owner (or a team), newest first, paginated; optional status filter.",
+    },
+    ToolSpec {
+        name: "get_run",
+        toolset: Toolset::Runs,
+        hints: READ,
+        title: "Get a run",
+        description: "One run: status, model, steps, GPUs, timestamps, failure analysis.",
+    },
+    ToolSpec {
+        name: "get_components",
+        toolset: Toolset::Runs,
+        hints: READ,
+        title: "Run components",
+        description: "The run's components (orchestrator or trainer, inference, env servers) and their states.",
+    },
+    ToolSpec {
+        name: "get_logs",
+        toolset: Toolset::Runs,
+        hints: READ,
+        title: "Run logs",
+        description: "Tail of a component's logs, filtered by level, text or regex and time; bounded, newest lines kept.",
+    },
+    ToolSpec {
+        name: "get_metrics",
+        toolset: Toolset::Runs,
+        hints: READ,
+        title: "Run metrics",
+        description: "Per-step training metrics of a run, optionally within a step range.",
+    },
+    ToolSpec {
+        name: "get_progress",
+        toolset: Toolset::Runs,
+        hints: READ,
+        title: "Run progress",
+        description: "Latest completed step, steps with samples and distributions, and when progress last changed.",
+    },
+    ToolSpec {
+        name: "list_checkpoints",
+        toolset: Toolset::Runs,
+        hints: READ,
+        title: "List checkpoints",
+        description: "Checkpoints of a run with step, status, size and storage location.",
+    },
+    ToolSpec {
+        name: "list_traces",
+        toolset: Toolset::Traces,
+        hints: READ,
+        title: "List traces",
+        description: "Rollout traces of a run (train or eval), optionally for one step; cursor-paginated.",
+    },
+    ToolSpec {
+        name: "fetch_traces",
+        toolset: Toolset::Artifacts,
+        hints: hints(false, false, true, true),
+        title: "Fetch traces to disk",
+        description: "Download a run's raw trace documents (or one step's) byte-exact into a directory under the workspace; atomic, resumable.",
+    },
+];
+
+/// The record of a tool by name.
+pub fn spec(name: &str) -> Option<&'static ToolSpec> {
+    CATALOGUE.iter().find(|t| t.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_snake_case() {
+        let mut seen = HashSet::new();
+        for t in CATALOGUE {
+            assert!(seen.insert(t.name), "duplicate tool {}", t.name);
+            assert!(
+                t.name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{} is not snake_case",
+                t.name
+            );
+            assert!(!t.description.is_empty() && t.description.len() <= 240);
+        }
+    }
+
+    #[test]
+    fn read_only_tools_are_never_destructive() {
+        for t in CATALOGUE {
+            if t.hints.read_only {
+                assert!(!t.hints.destructive, "{} is read-only yet destructive", t.name);
+            }
+        }
+    }
+
+    /// The catalogue agrees with the tool table in DESIGN.md: same toolset and the same four
+    /// hints for every tool we implement.
+    #[test]
+    fn catalogue_matches_design_table() {
+        let design = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/DESIGN.md");
+        let text = std::fs::read_to_string(&design)
+            .unwrap_or_else(|e| panic!("DESIGN.md must sit at {}: {e}", design.display()));
+        let table = design_table(&text);
+        assert!(table.len() >= 20, "parsed only {} rows from DESIGN.md", table.len());
+        for t in CATALOGUE {
+            let (toolset, h) = table
+                .get(t.name)
+                .unwrap_or_else(|| panic!("{} is not in DESIGN.md's tool table", t.name));
+            assert_eq!(toolset, t.toolset.name(), "toolset of {}", t.name);
+            assert_eq!(*h, t.hints, "hints of {}", t.name);
+        }
+    }
+
+    fn design_table(text: &str) -> std::collections::HashMap<String, (String, Hints)> {
+        let mut out = std::collections::HashMap::new();
+        let section = text
+            .split("## Tools")
+            .nth(1)
+            .expect("DESIGN.md has a Tools section");
+        for line in section.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            if cells.len() < 5 {
+                continue;
+            }
+            let flags: Vec<bool> = cells[3].split('/').map(|f| f.trim() == "T").collect();
+            if flags.len() != 4 {
+                continue;
+            }
+            let h = hints(flags[0], flags[1], flags[2], flags[3]);
+            for name in cells[1].split(',') {
+                let name = name.trim().trim_matches('`');
+                out.insert(name.to_string(), (cells[2].to_string(), h));
+            }
+        }
+        out
+    }
+}

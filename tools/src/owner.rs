@@ -1,0 +1,57 @@
+//! The owner a call acts for: an explicit `team_id`, `personal: true`, or the active team
+//! (`PRIME_TEAM_ID`, then the saved team). The two arguments exclude each other; schemas carry
+//! no `oneOf`, so the check happens here at run time.
+
+use factory_platform::TeamScope;
+
+use crate::{reply::ToolError, state::check_id};
+
+/// Resolve the owner arguments into a team scope, checking the policy's team allowlist.
+pub fn scope(
+    team_id: Option<&str>,
+    personal: Option<bool>,
+    allowed_teams: Option<&[String]>,
+) -> Result<TeamScope, ToolError> {
+    let scope = match (team_id, personal.unwrap_or(false)) {
+        (Some(_), true) => {
+            return Err(ToolError::new(
+                "`team_id` and `personal: true` exclude each other: pass one of them, or neither to use the active team.",
+            ));
+        }
+        (Some(team), false) => {
+            check_id("team", team)?;
+            TeamScope::Team(team.to_string())
+        }
+        (None, true) => TeamScope::Personal,
+        (None, false) => TeamScope::Active,
+    };
+    if let (TeamScope::Team(team), Some(allowed)) = (&scope, allowed_teams)
+        && !allowed.iter().any(|a| a == team)
+    {
+        return Err(ToolError::new(format!(
+            "team {team} is not in the policy's allowed_teams ({}); ask the operator to add it.",
+            allowed.join(", ")
+        )));
+    }
+    Ok(scope)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn team_and_personal_exclude_each_other() {
+        let err = scope(Some("cteam1"), Some(true), None).unwrap_err();
+        assert!(err.message.contains("exclude each other"));
+        assert_eq!(scope(None, Some(true), None).unwrap(), TeamScope::Personal);
+        assert_eq!(scope(None, None, None).unwrap(), TeamScope::Active);
+    }
+
+    #[test]
+    fn allowlist_refuses_other_teams() {
+        let allowed = vec!["cteamA".to_string()];
+        assert!(scope(Some("cteamB"), None, Some(&allowed)).is_err());
+        assert!(scope(Some("cteamA"), None, Some(&allowed)).is_ok());
+    }
+}

@@ -1,0 +1,72 @@
+//! How a tool answers: a one-line summary plus an object-rooted structured result (also sent as
+//! text, since some clients read only text), or an `isError` result whose text says what to do.
+//! Everything passes through redaction on the way out.
+
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+use serde::Serialize;
+use serde_json::Value;
+
+/// A successful tool answer, before it is shaped into a `CallToolResult`.
+pub enum Outcome<O> {
+    /// The usual answer: a one-line summary and the structured body.
+    Done { summary: String, body: O },
+    /// A protocol-level response built by the tool itself (the input-required round trip).
+    Response(CallToolResponse),
+}
+
+impl<O> Outcome<O> {
+    pub fn done(summary: impl Into<String>, body: O) -> Self {
+        Outcome::Done {
+            summary: summary.into(),
+            body,
+        }
+    }
+}
+
+/// A failure the model should read and act on (`isError: true`): what went wrong and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// What a tool handler returns.
+pub type ToolResult<O> = Result<Outcome<O>, ToolError>;
+
+/// Redaction applied to everything that leaves the server.
+pub trait Redact: Send + Sync {
+    fn redact_str(&self, s: &str) -> String;
+    fn redact_value(&self, v: &mut Value);
+}
+
+/// Shape a successful body: structured content plus a text block led by the summary.
+pub fn success<O: Serialize>(summary: &str, body: &O, redactor: &dyn Redact) -> CallToolResult {
+    let mut value = match serde_json::to_value(body) {
+        Ok(v) => v,
+        Err(e) => return failure(&format!("internal error shaping the result: {e}"), redactor),
+    };
+    redactor.redact_value(&mut value);
+    let summary = redactor.redact_str(summary);
+    let json = serde_json::to_string_pretty(&value).unwrap_or_default();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(format!("{summary}\n{json}"))]);
+    result.structured_content = Some(value);
+    result
+}
+
+/// Shape a failure the model can act on.
+pub fn failure(message: &str, redactor: &dyn Redact) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(redactor.redact_str(message))])
+}

@@ -1,0 +1,269 @@
+//! Portable JSON Schemas for tool inputs (object root, everything inlined, no `$ref`/`$defs`,
+//! no nullable type unions, no boolean schemas, no composition keywords, standard formats only)
+//! — the shapes every real client accepts (`reference/mcp-notes.md` §5.4) — and the walker
+//! that checks a schema against those rules.
+
+use std::sync::Arc;
+
+use rmcp::model::JsonObject;
+use schemars::{
+    JsonSchema, Schema,
+    generate::SchemaSettings,
+    transform::{RecursiveTransform, ReplaceBoolSchemas, RestrictFormats},
+};
+use serde_json::Value;
+
+/// Formats JSON Schema 2020-12 defines; anything else is dropped from input schemas.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+fn drop_null(schema: &mut Schema) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Array(types)) = obj.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types[0].clone();
+            obj.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    // `Option<Enum>` and `Option<Struct>` come out as `anyOf: [X, {type: null}]` once inlined.
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = obj.get(key).cloned() {
+            let kept: Vec<Value> = branches
+                .into_iter()
+                .filter(|b| b.get("type") != Some(&Value::String("null".into())))
+                .collect();
+            if kept.len() == 1 {
+                obj.remove(key);
+                if let Value::Object(inner) = &kept[0] {
+                    for (k, v) in inner {
+                        obj.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                }
+            }
+        }
+    }
+    if let Some(Value::Null) = obj.get("default") {
+        obj.remove("default");
+    }
+}
+
+fn to_object(schema: Schema) -> JsonObject {
+    match schema.to_value() {
+        Value::Object(mut obj) => {
+            obj.remove("$schema");
+            obj.remove("title");
+            obj
+        }
+        // A root schema of a struct is always an object; anything else becomes an empty object
+        // schema, which the catalogue test would then flag.
+        _ => JsonObject::new(),
+    }
+}
+
+/// The portable input schema of an argument type.
+pub fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
+    let settings = SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .with_transform(ReplaceBoolSchemas::default())
+        .with_transform(RecursiveTransform(drop_null))
+        .with_transform(RestrictFormats::default());
+    let mut obj = to_object(settings.into_generator().into_root_schema_for::<T>());
+    obj.remove("description");
+    obj.entry("properties")
+        .or_insert_with(|| Value::Object(Default::default()));
+    Arc::new(obj)
+}
+
+/// The output schema of a result type: inlined and object-rooted; nullability is kept so that
+/// clients validating `structuredContent` against it accept `null` fields.
+pub fn output_schema<T: JsonSchema>() -> Arc<JsonObject> {
+    let settings = SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .with_transform(RestrictFormats::default());
+    let mut obj = to_object(settings.into_generator().into_root_schema_for::<T>());
+    obj.remove("description");
+    Arc::new(obj)
+}
+
+/// Every way `schema` breaks the portability rules, as `path: problem` lines.
+pub fn portability_violations(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    match schema {
+        Value::Object(root) => {
+            if root.get("type") != Some(&Value::String("object".into())) {
+                out.push("$: root is not `type: object`".into());
+            }
+            if !matches!(root.get("properties"), Some(Value::Object(_))) {
+                out.push("$: root has no `properties` object".into());
+            }
+        }
+        _ => out.push("$: root is not an object schema".into()),
+    }
+    walk(schema, "$", &mut out);
+    out
+}
+
+fn walk(schema: &Value, path: &str, out: &mut Vec<String>) {
+    let obj = match schema {
+        Value::Bool(_) => {
+            out.push(format!("{path}: boolean schema"));
+            return;
+        }
+        Value::Object(obj) => obj,
+        _ => {
+            out.push(format!("{path}: schema is neither an object nor a boolean"));
+            return;
+        }
+    };
+    for key in ["$ref", "$defs", "definitions", "$dynamicRef"] {
+        if obj.contains_key(key) {
+            out.push(format!("{path}: uses `{key}`"));
+        }
+    }
+    for key in ["oneOf", "anyOf", "allOf", "not", "if", "then", "else"] {
+        if obj.contains_key(key) {
+            out.push(format!("{path}: uses `{key}`"));
+        }
+    }
+    match obj.get("type") {
+        Some(Value::String(t)) if t == "null" => out.push(format!("{path}: `type: null`")),
+        Some(Value::String(_)) | None => {}
+        Some(other) => out.push(format!("{path}: type is {other}, not a single type name")),
+    }
+    if obj.get("type").is_none() && !obj.contains_key("enum") && !obj.contains_key("const") {
+        out.push(format!("{path}: untyped schema"));
+    }
+    if let Some(Value::Array(values)) = obj.get("enum")
+        && values.iter().any(Value::is_null)
+    {
+        out.push(format!("{path}: enum contains null"));
+    }
+    if let Some(required) = obj.get("required")
+        && !required.is_array()
+    {
+        out.push(format!("{path}: `required` is not an array"));
+    }
+    if let Some(Value::String(f)) = obj.get("format")
+        && !STANDARD_FORMATS.contains(&f.as_str())
+    {
+        out.push(format!("{path}: non-standard format `{f}`"));
+    }
+    if let Some(Value::Object(props)) = obj.get("properties") {
+        for (name, sub) in props {
+            walk(sub, &format!("{path}.{name}"), out);
+        }
+    }
+    if let Some(items) = obj.get("items") {
+        walk(items, &format!("{path}[]"), out);
+    }
+    if let Some(extra) = obj.get("additionalProperties")
+        && extra.is_object()
+    {
+        walk(extra, &format!("{path}{{*}}"), out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    enum Level {
+        Info,
+        Error,
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    struct Inner {
+        a: String,
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    struct Args {
+        /// A run.
+        run_id: String,
+        tail: Option<u32>,
+        level: Option<Level>,
+        inner: Option<Inner>,
+        names: Vec<String>,
+    }
+
+    #[test]
+    fn schemars_output_is_made_portable() {
+        let s = Value::Object((*input_schema::<Args>()).clone());
+        assert_eq!(portability_violations(&s), Vec::<String>::new(), "{s:#}");
+        assert_eq!(s["properties"]["tail"]["type"], "integer");
+        assert_eq!(s["properties"]["level"]["enum"], json!(["info", "error"]));
+        assert_eq!(s["properties"]["inner"]["type"], "object");
+        assert_eq!(s["required"], json!(["run_id", "names"]));
+    }
+
+    #[test]
+    fn walker_catches_each_unportable_shape() {
+        let bad = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": ["string", "null"]},
+                "b": true,
+                "c": {"$ref": "#/$defs/C"},
+                "d": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                "e": {"type": "integer", "format": "uint32"},
+                "f": {},
+                "g": {"type": "array", "items": {"oneOf": []}}
+            },
+            "$defs": {}
+        });
+        let v = portability_violations(&bad);
+        for needle in [
+            "$.a: type is",
+            "$.b: boolean schema",
+            "$.c: uses `$ref`",
+            "$.d: uses `anyOf`",
+            "$.e: non-standard format",
+            "$.f: untyped",
+            "$.g[]: uses `oneOf`",
+            "$: uses `$defs`",
+        ] {
+            assert!(v.iter().any(|l| l.starts_with(needle)), "missing {needle} in {v:#?}");
+        }
+    }
+
+    #[test]
+    fn empty_arguments_still_have_properties() {
+        #[derive(Deserialize, JsonSchema)]
+        struct NoArgs {}
+        let s = Value::Object((*input_schema::<NoArgs>()).clone());
+        assert_eq!(portability_violations(&s), Vec::<String>::new(), "{s:#}");
+    }
+}
