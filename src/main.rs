@@ -1,5 +1,7 @@
 //! The `factory-mcp` binary: parses the command line and dispatches each subcommand to the
-//! crate that owns it. No logic lives here.
+//! crate that owns it. No logic lives here beyond starting the embedded sandbox.
+
+mod embedded;
 
 use std::process::ExitCode;
 
@@ -15,6 +17,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve MCP over stdio (default) or streamable HTTP (--http ADDR).
+    Serve(factory_server::serve::ServeArgs),
     /// Run the platform simulator alone (for the `prime` CLI or other clients).
     Sandbox(factory_sandbox::cli::SandboxArgs),
     /// Validate a prime-rl TOML config (exit 0 valid, 1 invalid, 2 unusable input).
@@ -25,6 +29,22 @@ enum Command {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Serve(args) => {
+            if args.sandbox {
+                let (handle, over) = match embedded::start(args.sandbox_speed).await {
+                    Ok(started) => started,
+                    Err(e) => {
+                        eprintln!("factory-mcp: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+                let code = factory_server::serve::run(args, Some(over)).await;
+                handle.shutdown().await;
+                code
+            } else {
+                factory_server::serve::run(args, None).await
+            }
+        }
         Command::Sandbox(args) => factory_sandbox::cli::run(args).await,
         Command::CheckConfig(args) => factory_server::check_config::run(args),
     }

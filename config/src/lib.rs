@@ -24,4 +24,4 @@ pub use report::{
     CheckerRun, CheckerStatus, Finding, Gpus, Mode, Report, SCHEMA_COMMIT, Severity, Source,
     Summary,
 };
-pub use validate::{Options, SyntaxError, parse, validate, validate_table};
+pub use validate::{Options, SyntaxError, parse, schema_input, validate, validate_table};

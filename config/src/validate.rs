@@ -68,6 +68,16 @@ pub fn validate(text: &str, opts: &Options) -> Result<Report, SyntaxError> {
     Ok(validate_table(parse(text)?, opts))
 }
 
+/// The document the schema sees, as the CLI prepares it: mode decided, hosted-only keys
+/// stripped, deprecated orchestrator keys cleaned, `[k8s]` popped. (For handing the config
+/// to an authoritative checker.)
+pub fn schema_input(mut doc: Table, sft: bool) -> (Mode, Table) {
+    let mode = hosted::detect_mode(&doc, sft);
+    let mut ignored = Vec::new();
+    let _ = hosted::strip(&mut doc, mode, &mut ignored);
+    (mode, doc)
+}
+
 /// Validate a parsed document.
 pub fn validate_table(mut doc: Table, opts: &Options) -> Report {
     let retired = hosted::retired_shape(&doc);

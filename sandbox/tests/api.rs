@@ -450,7 +450,7 @@ async fn inspection_never_shows_secret_values_or_the_token() {
         }
     }
     assert_eq!(all["runs"][0]["secretsProvided"], json!(["wandbApiKey", "hfToken"]));
-    let (_, clock) = c.post("/_sandbox/clock/advance", json!({"seconds": 30})).await;
+    let (_, clock) = c.post("/_sandbox/clock/advance", json!({"seconds": 8})).await;
     assert_eq!(clock["mode"], "manual");
     assert_eq!(c.status(id).await, "RUNNING");
 }

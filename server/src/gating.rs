@@ -52,7 +52,11 @@ impl Gate {
                             .ok_or_else(|| {
                                 format!(
                                     "unknown tool `{n}`; known tools: {}",
-                                    CATALOGUE.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+                                    CATALOGUE
+                                        .iter()
+                                        .map(|t| t.name)
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
                                 )
                             })
                     })
@@ -90,7 +94,11 @@ impl Gate {
 
     /// The names of the exposed tools.
     pub fn exposed(&self) -> Vec<&'static str> {
-        CATALOGUE.iter().filter(|t| self.allows(t)).map(|t| t.name).collect()
+        CATALOGUE
+            .iter()
+            .filter(|t| self.allows(t))
+            .map(|t| t.name)
+            .collect()
     }
 }
 
@@ -103,7 +111,10 @@ mod tests {
         let gate = Gate::new(true, false, None, None).unwrap();
         let exposed = gate.exposed();
         assert!(exposed.contains(&"get_run"));
-        assert!(!exposed.contains(&"fetch_traces"), "fetch_traces writes files");
+        assert!(
+            !exposed.contains(&"fetch_traces"),
+            "fetch_traces writes files"
+        );
         for t in CATALOGUE {
             assert_eq!(gate.allows(t), t.hints.read_only, "{}", t.name);
         }
@@ -120,8 +131,17 @@ mod tests {
     #[test]
     fn toolsets_and_tools_select_and_unknown_names_are_refused() {
         let gate = Gate::new(false, false, Some(&["account".into()]), None).unwrap();
-        assert_eq!(gate.exposed(), vec!["whoami", "list_teams", "list_models", "list_gpus"]);
-        let gate = Gate::new(false, false, None, Some(&["get_run".into(), "whoami".into()])).unwrap();
+        assert_eq!(
+            gate.exposed(),
+            vec!["whoami", "list_teams", "list_models", "list_gpus"]
+        );
+        let gate = Gate::new(
+            false,
+            false,
+            None,
+            Some(&["get_run".into(), "whoami".into()]),
+        )
+        .unwrap();
         assert_eq!(gate.exposed(), vec!["whoami", "get_run"]);
         let err = Gate::new(false, false, Some(&["acount".into()]), None).unwrap_err();
         assert!(err.contains("unknown toolset `acount`"), "{err}");
@@ -131,7 +151,13 @@ mod tests {
 
     #[test]
     fn read_only_narrows_a_tool_list() {
-        let gate = Gate::new(true, false, None, Some(&["fetch_traces".into(), "get_run".into()])).unwrap();
+        let gate = Gate::new(
+            true,
+            false,
+            None,
+            Some(&["fetch_traces".into(), "get_run".into()]),
+        )
+        .unwrap();
         assert_eq!(gate.exposed(), vec!["get_run"]);
     }
 }

@@ -15,7 +15,9 @@ use rmcp::{
     ServerHandler,
     transport::{
         StreamableHttpServerConfig,
-        streamable_http_server::{session::local::LocalSessionManager, tower::StreamableHttpService},
+        streamable_http_server::{
+            session::local::LocalSessionManager, tower::StreamableHttpService,
+        },
     },
 };
 use secrecy::{ExposeSecret, SecretString};
@@ -116,7 +118,11 @@ where
 }
 
 /// Serve until `ct` is cancelled.
-pub async fn serve(listener: TcpListener, app: Router, ct: CancellationToken) -> Result<(), HttpError> {
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    ct: CancellationToken,
+) -> Result<(), HttpError> {
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { ct.cancelled().await })
         .await
@@ -137,7 +143,8 @@ async fn bearer_auth(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let ok = presented.is_some_and(|p| constant_time_eq(p.as_bytes(), expected.expose_secret().as_bytes()));
+    let ok = presented
+        .is_some_and(|p| constant_time_eq(p.as_bytes(), expected.expose_secret().as_bytes()));
     if ok {
         next.run(request).await
     } else {

@@ -2,6 +2,8 @@
 //! Host/Origin checks, tool gating, and tracing set-up.
 
 pub mod check_config;
+pub mod gating;
 pub mod http;
+pub mod serve;
 pub mod settings;
 pub mod tracing_setup;

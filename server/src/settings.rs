@@ -1,1 +1,437 @@
-//! Settings: the policy file (`--config FILE` or `$XDG_CONFIG_HOME/factory-mcp/config.toml`) merged with the command-line flags that mirror its keys.
+//! Settings: the policy file (`--config FILE` or `$XDG_CONFIG_HOME/factory-mcp/config.toml`)
+//! merged with the command-line flags that mirror its keys.
+//!
+//! Flags win, with two exceptions that can only narrow: `--read-only` and
+//! `--disable-destructive` add to what the file says and can never undo it. List flags
+//! (`--toolsets`, `--allow-dir`, …) replace the file's list. The merged policy is validated
+//! again, so a flag cannot produce what the file could not (e.g. `--confirm plan` without
+//! both cost caps).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use factory_policies::policy::{ConfirmMode, Policy, PolicyError};
+use thiserror::Error;
+
+/// The flags that mirror the policy file's keys. Flattened into `serve`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SettingsArgs {
+    /// Policy file (TOML). Default: $XDG_CONFIG_HOME/factory-mcp/config.toml, if it exists.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Hide every tool that is not read-only (cannot be undone by the file).
+    #[arg(long)]
+    pub read_only: bool,
+    /// How billable launches are confirmed.
+    #[arg(long, value_name = "human|plan", value_parser = parse_confirm)]
+    pub confirm: Option<ConfirmMode>,
+    /// How long a plan stays launchable.
+    #[arg(long, value_name = "SECONDS")]
+    pub plan_ttl_seconds: Option<u64>,
+    /// Owners runs may be launched for (team ids; `personal` for the personal account).
+    #[arg(long, value_name = "TEAM,...", value_delimiter = ',')]
+    pub allowed_teams: Option<Vec<String>>,
+    /// GPU types runs may use.
+    #[arg(long, value_name = "TYPE,...", value_delimiter = ',')]
+    pub allowed_gpu_types: Option<Vec<String>>,
+    #[arg(long, value_name = "N")]
+    pub max_gpus_per_run: Option<u32>,
+    #[arg(long, value_name = "USD")]
+    pub max_cost_per_hour_usd: Option<f64>,
+    #[arg(long, value_name = "N")]
+    pub max_active_runs: Option<u32>,
+    #[arg(long, value_name = "USD")]
+    pub max_active_cost_per_hour_usd: Option<f64>,
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u64>,
+    /// Let the model set `personal` / `relaunch_after_failure` in plan mode.
+    #[arg(long)]
+    pub allow_model_overrides: bool,
+    /// Env file holding WANDB_API_KEY / HF_TOKEN (policy key `secrets.env_file`).
+    #[arg(long, value_name = "FILE")]
+    pub secrets_env_file: Option<PathBuf>,
+    /// The root that `config_path` and `dest_dir` must resolve inside.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// A further directory file arguments may resolve inside (repeatable).
+    #[arg(long = "allow-dir", value_name = "DIR")]
+    pub allow_dirs: Vec<PathBuf>,
+    /// Toolsets to expose.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub toolsets: Option<Vec<String>>,
+    /// Individual tools to expose.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Hide destructive tools (cannot be undone by the file).
+    #[arg(long)]
+    pub disable_destructive: bool,
+    /// For `--http`: file holding the bearer token clients must present.
+    #[arg(long, value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+    #[arg(long, value_name = "SECONDS")]
+    pub request_timeout_s: Option<u64>,
+    #[arg(long, value_name = "SECONDS")]
+    pub connect_timeout_s: Option<u64>,
+    #[arg(long, value_name = "SECONDS")]
+    pub create_timeout_s: Option<u64>,
+}
+
+fn parse_confirm(s: &str) -> Result<ConfirmMode, String> {
+    s.parse()
+}
+
+/// The effective settings: the validated, merged policy and the file it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub policy: Policy,
+    /// The policy file that was read, if any.
+    pub config_file: Option<PathBuf>,
+}
+
+/// Why the server refuses to start with these settings.
+#[derive(Debug, Error)]
+pub enum SettingsError {
+    #[error("cannot read policy file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("policy file {path}: {source}")]
+    File {
+        path: PathBuf,
+        #[source]
+        source: PolicyError,
+    },
+    #[error("settings (policy file and flags): {source}")]
+    Merged {
+        #[source]
+        source: PolicyError,
+    },
+}
+
+impl SettingsError {
+    /// The dotted policy key the error is about, when there is one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            SettingsError::File { source, .. } | SettingsError::Merged { source } => source.key(),
+            SettingsError::Read { .. } => None,
+        }
+    }
+}
+
+/// `$XDG_CONFIG_HOME/factory-mcp/config.toml`, else `~/.config/factory-mcp/config.toml`.
+pub fn default_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let xdg = env("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let base = match xdg {
+        Some(dir) => dir,
+        None => PathBuf::from(env("HOME").filter(|h| !h.is_empty())?).join(".config"),
+    };
+    Some(base.join("factory-mcp").join("config.toml"))
+}
+
+/// A path from the policy file: `~/` against `$HOME`, relative against the file's directory.
+fn file_path(p: &Path, file_dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    if let Ok(rest) = p.strip_prefix("~")
+        && let Some(home) = env("HOME").filter(|h| !h.is_empty())
+    {
+        return PathBuf::from(home).join(rest);
+    }
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        file_dir.join(p)
+    }
+}
+
+fn resolve_file_paths(policy: &mut Policy, file: &Path, env: &dyn Fn(&str) -> Option<String>) {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let fix = |p: &mut PathBuf| *p = file_path(p, dir, env);
+    policy
+        .workspace
+        .iter_mut()
+        .chain(policy.allow_dirs.iter_mut())
+        .chain(policy.secrets.env_file.iter_mut())
+        .chain(policy.http.auth_token_file.iter_mut())
+        .for_each(fix);
+}
+
+impl Settings {
+    /// Reads the policy file (`--config`, or the default path when it exists), merges the
+    /// flags over it and validates the result. A missing `--config` file is an error; a
+    /// missing default file means the defaults.
+    pub fn load(
+        args: &SettingsArgs,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, SettingsError> {
+        let (text, config_file) = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                (Some(text), Some(path.clone()))
+            }
+            None => match default_config_path(env) {
+                Some(path) => match std::fs::read_to_string(&path) {
+                    Ok(text) => (Some(text), Some(path)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
+                    Err(source) => return Err(SettingsError::Read { path, source }),
+                },
+                None => (None, None),
+            },
+        };
+        let mut policy = match (&text, &config_file) {
+            (Some(text), Some(path)) => {
+                let mut p = Policy::from_toml_str(text).map_err(|source| SettingsError::File {
+                    path: path.clone(),
+                    source,
+                })?;
+                resolve_file_paths(&mut p, path, env);
+                p
+            }
+            _ => Policy::default(),
+        };
+        args.apply(&mut policy);
+        policy
+            .validate()
+            .map_err(|source| SettingsError::Merged { source })?;
+        Ok(Settings {
+            policy,
+            config_file,
+        })
+    }
+}
+
+impl SettingsArgs {
+    /// Puts the flags over `policy`: values replace, `--read-only` and
+    /// `--disable-destructive` only ever turn restrictions on.
+    pub fn apply(&self, policy: &mut Policy) {
+        policy.read_only |= self.read_only;
+        policy.disable_destructive |= self.disable_destructive;
+        if self.allow_model_overrides {
+            policy.allow_model_overrides = true;
+        }
+        fn set<T: Clone>(target: &mut T, flag: &Option<T>) {
+            if let Some(v) = flag {
+                *target = v.clone();
+            }
+        }
+        fn set_opt<T: Clone>(target: &mut Option<T>, flag: &Option<T>) {
+            if flag.is_some() {
+                target.clone_from(flag);
+            }
+        }
+        set(&mut policy.confirm, &self.confirm);
+        set(&mut policy.plan_ttl_seconds, &self.plan_ttl_seconds);
+        set_opt(&mut policy.allowed_teams, &self.allowed_teams);
+        set_opt(&mut policy.allowed_gpu_types, &self.allowed_gpu_types);
+        set_opt(&mut policy.max_gpus_per_run, &self.max_gpus_per_run);
+        set_opt(
+            &mut policy.max_cost_per_hour_usd,
+            &self.max_cost_per_hour_usd,
+        );
+        set_opt(&mut policy.max_active_runs, &self.max_active_runs);
+        set_opt(
+            &mut policy.max_active_cost_per_hour_usd,
+            &self.max_active_cost_per_hour_usd,
+        );
+        set_opt(&mut policy.max_steps, &self.max_steps);
+        set_opt(&mut policy.secrets.env_file, &self.secrets_env_file);
+        set_opt(&mut policy.workspace, &self.workspace);
+        if !self.allow_dirs.is_empty() {
+            policy.allow_dirs.clone_from(&self.allow_dirs);
+        }
+        set_opt(&mut policy.toolsets, &self.toolsets);
+        set_opt(&mut policy.tools, &self.tools);
+        set_opt(&mut policy.http.auth_token_file, &self.auth_token_file);
+        set(
+            &mut policy.platform.request_timeout_s,
+            &self.request_timeout_s,
+        );
+        set(
+            &mut policy.platform.connect_timeout_s,
+            &self.connect_timeout_s,
+        );
+        set(
+            &mut policy.platform.create_timeout_s,
+            &self.create_timeout_s,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        settings: SettingsArgs,
+    }
+
+    fn args(argv: &[&str]) -> SettingsArgs {
+        let mut full = vec!["factory-mcp"];
+        full.extend_from_slice(argv);
+        match Cli::try_parse_from(full) {
+            Ok(cli) => cli.settings,
+            Err(e) => panic!("flags do not parse: {e}"),
+        }
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let path = dir.join("policy.toml");
+        std::fs::write(&path, text).expect("write policy");
+        path
+    }
+
+    #[test]
+    fn with_no_file_and_no_flags_the_defaults_apply() {
+        let s = Settings::load(&args(&[]), &no_env).expect("defaults");
+        assert_eq!(s.policy, Policy::default());
+        assert_eq!(s.config_file, None);
+    }
+
+    #[test]
+    fn the_default_file_is_read_from_xdg_config_home() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path().join("factory-mcp");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(
+            dir.join("config.toml"),
+            "max_active_runs = 2\nworkspace = \"ws\"",
+        )
+        .expect("write");
+        let xdg = tmp.path().to_string_lossy().into_owned();
+        let env = move |k: &str| (k == "XDG_CONFIG_HOME").then(|| xdg.clone());
+        let s = Settings::load(&args(&[]), &env).expect("xdg");
+        assert_eq!(s.policy.max_active_runs, Some(2));
+        assert_eq!(
+            s.policy.workspace,
+            Some(dir.join("ws")),
+            "relative to the file"
+        );
+        assert_eq!(s.config_file, Some(dir.join("config.toml")));
+    }
+
+    #[test]
+    fn a_missing_config_flag_file_is_an_error() {
+        let err = Settings::load(&args(&["--config", "/nonexistent/policy.toml"]), &no_env)
+            .expect_err("missing");
+        assert!(matches!(err, SettingsError::Read { .. }));
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let file = write(
+            tmp.path(),
+            "max_gpus_per_run = 8\ntoolsets = [\"runs\"]\nallow_dirs = [\"/data\"]\n\
+             [platform]\nrequest_timeout_s = 20",
+        );
+        let file = file.to_string_lossy().into_owned();
+        let s = Settings::load(
+            &args(&[
+                "--config",
+                &file,
+                "--max-gpus-per-run",
+                "2",
+                "--toolsets",
+                "account,config",
+                "--allow-dir",
+                "/a",
+                "--allow-dir",
+                "/b",
+                "--request-timeout-s",
+                "5",
+                "--confirm",
+                "human",
+            ]),
+            &no_env,
+        )
+        .expect("merged");
+        assert_eq!(s.policy.max_gpus_per_run, Some(2));
+        assert_eq!(
+            s.policy.toolsets,
+            Some(vec!["account".to_string(), "config".to_string()])
+        );
+        assert_eq!(
+            s.policy.allow_dirs,
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        assert_eq!(s.policy.platform.request_timeout_s, 5);
+    }
+
+    #[test]
+    fn read_only_in_the_file_cannot_be_widened_and_the_flag_narrows() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let file = write(tmp.path(), "read_only = true\ndisable_destructive = true");
+        let file = file.to_string_lossy().into_owned();
+        let s = Settings::load(&args(&["--config", &file]), &no_env).expect("file");
+        assert!(s.policy.read_only && s.policy.disable_destructive);
+        let file2 = write(tmp.path(), "read_only = false");
+        let file2 = file2.to_string_lossy().into_owned();
+        let s = Settings::load(&args(&["--config", &file2, "--read-only"]), &no_env).expect("flag");
+        assert!(s.policy.read_only);
+        // There is no flag that turns read-only off.
+        assert!(Cli::try_parse_from(["factory-mcp", "--read-only=false"]).is_err());
+    }
+
+    #[test]
+    fn an_invalid_file_names_the_key() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        for (text, key) in [
+            ("max_gpus = 4", "max_gpus"),
+            ("max_gpus_per_run = \"four\"", "max_gpus_per_run"),
+            ("[http]\nauth_token = \"x\"", "http.auth_token"),
+            ("confirm = \"plan\"", "confirm"),
+        ] {
+            let file = write(tmp.path(), text);
+            let file = file.to_string_lossy().into_owned();
+            let err = Settings::load(&args(&["--config", &file]), &no_env).expect_err(text);
+            assert_eq!(err.key(), Some(key), "{text}: {err}");
+            assert!(err.to_string().contains(key), "{err}");
+        }
+    }
+
+    #[test]
+    fn plan_mode_without_both_caps_is_refused_even_from_flags() {
+        let err = Settings::load(
+            &args(&["--confirm", "plan", "--max-cost-per-hour-usd", "10"]),
+            &no_env,
+        )
+        .expect_err("one cap");
+        assert_eq!(err.key(), Some("confirm"));
+        assert!(err.to_string().contains("max_active_cost_per_hour_usd"));
+        let s = Settings::load(
+            &args(&[
+                "--confirm",
+                "plan",
+                "--max-cost-per-hour-usd",
+                "10",
+                "--max-active-cost-per-hour-usd",
+                "25",
+            ]),
+            &no_env,
+        )
+        .expect("both caps");
+        assert_eq!(s.policy.confirm, ConfirmMode::Plan);
+    }
+
+    #[test]
+    fn a_flag_cannot_set_a_nonsense_cap() {
+        let err =
+            Settings::load(&args(&["--max-cost-per-hour-usd=-1"]), &no_env).expect_err("negative");
+        assert_eq!(err.key(), Some("max_cost_per_hour_usd"));
+        let err = Settings::load(&args(&["--max-active-runs", "0"]), &no_env).expect_err("zero");
+        assert_eq!(err.key(), Some("max_active_runs"));
+    }
+}

@@ -67,6 +67,20 @@ fn drop_null(schema: &mut Schema) {
             }
         }
     }
+    // Documented enum variants come out as `oneOf` of `const` branches: an `enum` says the same.
+    for key in ["oneOf", "anyOf"] {
+        if let Some(Value::Array(branches)) = obj.get(key) {
+            let consts: Option<Vec<Value>> = branches
+                .iter()
+                .map(|b| b.get("const").filter(|c| c.is_string()).cloned())
+                .collect();
+            if let Some(values) = consts.filter(|v| !v.is_empty()) {
+                obj.remove(key);
+                obj.insert("type".into(), Value::String("string".into()));
+                obj.insert("enum".into(), Value::Array(values));
+            }
+        }
+    }
     if let Some(Value::Null) = obj.get("default") {
         obj.remove("default");
     }
@@ -85,6 +99,27 @@ fn to_object(schema: Schema) -> JsonObject {
     }
 }
 
+/// `deny_unknown_fields` comes out as `additionalProperties: {"not": {}}` once boolean schemas
+/// are replaced; `additionalProperties: false` says the same in the form every client reads.
+fn closed_objects_as_false(obj: &mut JsonObject) {
+    if obj.get("additionalProperties") == Some(&serde_json::json!({"not": {}})) {
+        obj.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for (_, v) in obj.iter_mut() {
+        match v {
+            Value::Object(inner) => closed_objects_as_false(inner),
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(inner) = item {
+                        closed_objects_as_false(inner);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The portable input schema of an argument type.
 pub fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
     let settings = SchemaSettings::draft2020_12()
@@ -94,6 +129,7 @@ pub fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
         .with_transform(RestrictFormats::default());
     let mut obj = to_object(settings.into_generator().into_root_schema_for::<T>());
     obj.remove("description");
+    closed_objects_as_false(&mut obj);
     obj.entry("properties")
         .or_insert_with(|| Value::Object(Default::default()));
     Arc::new(obj)

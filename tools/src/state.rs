@@ -1,8 +1,11 @@
 //! The state every tool call shares: the platform client (or why there is none), the policy,
 //! the secret guard and redactor, the workspace, and whether the platform is the sandbox.
 
-use factory_platform::{PlatformClient, PlatformError};
-use factory_policies::{Policy, Redactor, SecretGuard, Workspace};
+use std::path::PathBuf;
+
+use factory_platform::{PlatformClient, PlatformError, PlatformSettings, SettingSource};
+use factory_policies::{KnownSecrets, Policy, Redactor, SecretGuard, Workspace};
+use secrecy::SecretString;
 use serde_json::Value;
 
 use crate::reply::{Redact, ToolError};
@@ -70,6 +73,111 @@ impl AppState {
     pub fn workspace(&self) -> Result<&Workspace, ToolError> {
         self.workspace.as_ref().map_err(|why| ToolError::new(why.clone()))
     }
+}
+
+/// Where the platform client points when the server does not use the user's credentials (the
+/// embedded sandbox).
+#[derive(Debug, Clone)]
+pub struct PlatformOverride {
+    pub base_url: String,
+    pub traces_url: String,
+    pub api_key: SecretString,
+}
+
+/// The state and the secret values it knows, for the tracing redactor.
+pub struct Built {
+    pub state: AppState,
+    pub known: KnownSecrets,
+}
+
+impl AppState {
+    /// Build the state from the policy and the environment (`env` reads a variable). A missing
+    /// credential does not stop the server: tools answer with how to configure one.
+    pub fn build(
+        policy: Policy,
+        over: Option<&PlatformOverride>,
+        env: &dyn Fn(&str) -> Option<String>,
+        extra_known: KnownSecrets,
+    ) -> Result<Built, String> {
+        let mut known = known_secrets(&policy, env)?;
+        known.extend(&extra_known);
+        let platform = platform_settings(&policy, over).and_then(|s| {
+            if let Some(key) = &s.api_key {
+                known.add("PRIME_API_KEY", key);
+            }
+            PlatformClient::new(s).map_err(|e| format!("cannot build the platform client: {e}"))
+        });
+        let cwd = std::env::current_dir()
+            .map_err(|e| format!("cannot read the working directory: {e}"))?;
+        let home = env("HOME").map(PathBuf::from);
+        let workspace = Workspace::new(
+            policy.workspace.clone(),
+            policy.allow_dirs.clone(),
+            &cwd,
+            home.as_deref(),
+        )
+        .map_err(|e| e.to_string());
+        let state = AppState::new(
+            platform,
+            policy,
+            SecretGuard::new(known.clone()),
+            Redactor::new(known.clone()),
+            workspace,
+            over.is_some(),
+        );
+        Ok(Built { state, known })
+    }
+}
+
+/// The secret values this process holds: refused in arguments, redacted on the way out. The
+/// policy's `secrets.env_file` is read for the forwardable values.
+fn known_secrets(
+    policy: &Policy,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<KnownSecrets, String> {
+    let mut known = KnownSecrets::from_env(|k| env(k));
+    if let Some(path) = &policy.secrets.env_file {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!("cannot read secrets.env_file {}: {e}", path.display())
+        })?;
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let line = line.strip_prefix("export ").unwrap_or(line);
+            if let Some((k, v)) = line.split_once('=') {
+                let v = v.trim().trim_matches('"').trim_matches('\'');
+                if !v.is_empty() {
+                    known.add(k.trim().to_string(), &SecretString::from(v.to_string()));
+                }
+            }
+        }
+    }
+    Ok(known)
+}
+
+fn platform_settings(
+    policy: &Policy,
+    over: Option<&PlatformOverride>,
+) -> Result<PlatformSettings, String> {
+    let mut settings = match over {
+        Some(o) => {
+            let mut s = PlatformSettings::new(o.base_url.clone(), o.api_key.clone());
+            s.traces_url = o.traces_url.clone();
+            s.base_url_source = SettingSource::Explicit;
+            s.api_key_source = SettingSource::Explicit;
+            s
+        }
+        None => factory_platform::resolve_from_process_env().map_err(|e| {
+            format!("{e} The server has no platform credentials: set PRIME_API_KEY (or run `prime login`) and restart it, or start it with --sandbox to try the tools on the simulator.")
+        })?,
+    };
+    let t = &policy.platform;
+    settings.timeouts.request = std::time::Duration::from_secs(t.request_timeout_s);
+    settings.timeouts.connect = std::time::Duration::from_secs(t.connect_timeout_s);
+    settings.timeouts.create = std::time::Duration::from_secs(t.create_timeout_s);
+    Ok(settings)
 }
 
 impl Redact for Redactor {

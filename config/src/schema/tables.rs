@@ -483,7 +483,6 @@ static METRICS_SERVER: Model = m(
     &[
         f("port", Int, I(8000)).ge(1.0).le(65535.0),
         f("host", Str, S("0.0.0.0")),
-        f("path", Path, Req),
     ],
 );
 static TRAINER: Model = m(
