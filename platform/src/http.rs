@@ -566,3 +566,53 @@ pub(crate) fn serialize_opt_secret<S: serde::Serializer>(
         None => serializer.serialize_none(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_accepts_seconds_fractions_and_dates_and_ignores_garbage() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, HeaderValue::from_static("12"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_secs(12)));
+        h.insert(RETRY_AFTER, HeaderValue::from_static("1.5"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(1500)));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(parse_retry_after(&h), Some(Duration::ZERO));
+        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(parse_retry_after(&h), None);
+        h.insert(RETRY_AFTER, HeaderValue::from_static("-3"));
+        assert_eq!(parse_retry_after(&h), None);
+    }
+
+    #[test]
+    fn segments_are_percent_encoded_and_dot_segments_refused() {
+        assert_eq!(segment("c20a7a03", "id").unwrap(), "c20a7a03");
+        assert_eq!(segment("a b?c#d", "id").unwrap(), "a%20b%3Fc%23d");
+        assert_eq!(segment("run.v1~x_y-z", "id").unwrap(), "run.v1~x_y-z");
+        assert_eq!(segment("é", "id").unwrap(), "%C3%A9");
+        for bad in ["", ".", "..", "a/b", "/"] {
+            assert!(segment(bad, "id").is_err(), "{bad:?}");
+        }
+        // Why `.`/`..` are refused rather than sent as `%2E`: the URL parser undoes it.
+        let url = Url::parse("http://h/api/v1/traces/%2E%2E").unwrap();
+        assert_eq!(url.path(), "/api/v1/");
+    }
+
+    #[test]
+    fn error_bodies_fastapi_traces_and_text() {
+        let b = ErrorBody::parse(br#"{"detail": {"k": 1}}"#, StatusCode::BAD_REQUEST);
+        assert_eq!(b.detail, r#"{"k":1}"#);
+        let b = ErrorBody::parse(br#"{"error": {"code": "c"}}"#, StatusCode::NOT_FOUND);
+        assert_eq!((b.detail.as_str(), b.code.as_deref()), ("c", Some("c")));
+        let b = ErrorBody::parse(b"", StatusCode::GATEWAY_TIMEOUT);
+        assert_eq!(b.detail, "504 Gateway Timeout");
+        let long = "x".repeat(5000);
+        let b = ErrorBody::parse(long.as_bytes(), StatusCode::BAD_REQUEST);
+        assert_eq!(b.detail.chars().count(), MAX_DETAIL_CHARS + 1);
+    }
+}

@@ -7,6 +7,8 @@
 //! endpoint (account, runs, volumes) plus [`PlatformClient::traces`] for the traces service.
 //! Every failure is a [`PlatformError`].
 
+#![warn(missing_docs)]
+
 pub mod account;
 pub mod client;
 pub mod credentials;

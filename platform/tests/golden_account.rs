@@ -97,11 +97,15 @@ async fn teams_list_is_unscoped_offset_limit() {
 #[tokio::test]
 async fn all_teams_pages_by_100_until_total_count() {
     let server = MockServer::start().await;
-    let team = |i: usize| json!({"teamId": format!("cteam{i:020}"), "name": format!("T{i}"),
-                                 "slug": "s", "role": "MEMBER", "createdAt": "2026-01-01T00:00:00Z"});
+    let team = |i: usize| {
+        json!({"teamId": format!("cteam{i:020}"), "name": format!("T{i}"),
+                                 "slug": "s", "role": "MEMBER", "createdAt": "2026-01-01T00:00:00Z"})
+    };
     Mock::given(method("GET"))
         .and(query_param("offset", "0"))
-        .respond_with(ok(json!({"data": (0..100).map(team).collect::<Vec<_>>(), "total_count": 101})))
+        .respond_with(ok(
+            json!({"data": (0..100).map(team).collect::<Vec<_>>(), "total_count": 101}),
+        ))
         .mount(&server)
         .await;
     Mock::given(method("GET"))
@@ -143,7 +147,10 @@ async fn models_use_snake_team_id_and_decode_clusters_and_offers() {
     assert_query(&r, &[("team_id", TEAM)]);
     assert_eq!(m.models[0].name, "Qwen/Qwen3-4B");
     let c = &m.models[0].clusters[0];
-    assert_eq!((c.cluster_id.as_str(), c.cluster_name.as_str()), ("c1", "alpha"));
+    assert_eq!(
+        (c.cluster_id.as_str(), c.cluster_name.as_str()),
+        ("c1", "alpha")
+    );
     assert_eq!(c.gpu_type.as_deref(), Some("H200_141GB"));
     let o = &m.on_demand[0];
     assert_eq!(o.gpu_type, "H200_141GB");
@@ -174,7 +181,9 @@ async fn models_404_is_empty_and_personal_scope_sends_no_team() {
 async fn models_missing_a_required_field_is_an_error() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .respond_with(ok(json!({"models": [{"name": "m", "clusters": [{"clusterId": "c1"}]}]})))
+        .respond_with(ok(
+            json!({"models": [{"name": "m", "clusters": [{"clusterId": "c1"}]}]}),
+        ))
         .mount(&server)
         .await;
     let e = client(&server)
@@ -243,7 +252,9 @@ async fn volume_create_body_has_warm_and_team_in_the_body() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/api/v1/training/volumes"))
-        .and(body_json(json!({"name": "vol-b", "size": "500Gi", "warm": true, "teamId": TEAM})))
+        .and(body_json(
+            json!({"name": "vol-b", "size": "500Gi", "warm": true, "teamId": TEAM}),
+        ))
         .respond_with(ok(volume("vol-b", "CREATING")))
         .expect(1)
         .mount(&server)
@@ -277,7 +288,9 @@ async fn ensure_volume_creates_once_then_polls_until_running() {
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .and(body_json(json!({"name": "vol-c", "size": "5Ti", "warm": true})))
+        .and(body_json(
+            json!({"name": "vol-c", "size": "5Ti", "warm": true}),
+        ))
         .respond_with(ok(volume("vol-c", "CREATING")))
         .expect(1)
         .mount(&server)
@@ -289,17 +302,26 @@ async fn ensure_volume_creates_once_then_polls_until_running() {
         .mount(&server)
         .await;
     Mock::given(method("GET"))
-        .respond_with(ok(json!({"volumes": [volume("other", "FAILED"), volume("vol-c", "RUNNING")]})))
+        .respond_with(ok(
+            json!({"volumes": [volume("other", "FAILED"), volume("vol-c", "RUNNING")]}),
+        ))
         .with_priority(3)
         .mount(&server)
         .await;
-    let out = client(&server).ensure_volume(&fast_ensure("vol-c")).await.unwrap();
+    let out = client(&server)
+        .ensure_volume(&fast_ensure("vol-c"))
+        .await
+        .unwrap();
     assert!(matches!(out, EnsureVolumeOutcome::Created(_)));
     assert_eq!(out.volume().status, "RUNNING");
     let reqs = server.received_requests().await.unwrap();
     let posts = reqs.iter().filter(|r| r.method.as_str() == "POST").count();
     assert_eq!(posts, 1);
-    assert_eq!(reqs.len(), 4, "list, create, poll (CREATING), poll (RUNNING)");
+    assert_eq!(
+        reqs.len(),
+        4,
+        "list, create, poll (CREATING), poll (RUNNING)"
+    );
 }
 
 #[tokio::test]
@@ -338,8 +360,14 @@ async fn ensure_volume_aborts_on_tombstoned_and_times_out() {
         .with_priority(2)
         .mount(&server)
         .await;
-    let e = client(&server).ensure_volume(&fast_ensure("vol-d")).await.unwrap_err();
-    assert!(matches!(e, PlatformError::VolumeFailed { ref status, .. } if status == "TOMBSTONED"), "{e:?}");
+    let e = client(&server)
+        .ensure_volume(&fast_ensure("vol-d"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, PlatformError::VolumeFailed { ref status, .. } if status == "TOMBSTONED"),
+        "{e:?}"
+    );
 
     // Stuck in CREATING (with a failed poll in between): a timeout, still one create.
     let server = MockServer::start().await;
@@ -387,11 +415,15 @@ async fn transfer_route_body_and_secret_credentials() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/api/v1/training/volumes/vol-a/transfer"))
-        .and(body_json(json!({"mode": "get", "path": "runs/abc/", "teamId": TEAM})))
-        .respond_with(ok(json!({"via": "r2", "endpoint": "https://acct.r2.cloudflarestorage.com",
+        .and(body_json(
+            json!({"mode": "get", "path": "runs/abc/", "teamId": TEAM}),
+        ))
+        .respond_with(ok(
+            json!({"via": "r2", "endpoint": "https://acct.r2.cloudflarestorage.com",
             "bucket": "volumes", "prefix": "team/vol-a/", "accessKeyId": "AKID",
             "secretAccessKey": "s3-secret-value", "sessionToken": "s3-session-token",
-            "expiresAt": "2026-01-02T04:00:00Z", "leaseId": "lease-1"})))
+            "expiresAt": "2026-01-02T04:00:00Z", "leaseId": "lease-1"}),
+        ))
         .expect(1)
         .mount(&server)
         .await;
@@ -402,15 +434,27 @@ async fn transfer_route_body_and_secret_credentials() {
     let r = single_request(&server).await;
     assert_platform_headers(&r);
     assert_eq!(route.via, "r2");
-    assert_eq!(route.endpoint.as_deref(), Some("https://acct.r2.cloudflarestorage.com"));
+    assert_eq!(
+        route.endpoint.as_deref(),
+        Some("https://acct.r2.cloudflarestorage.com")
+    );
     assert_eq!(route.bucket.as_deref(), Some("volumes"));
     assert_eq!(route.prefix.as_deref(), Some("team/vol-a/"));
     assert_eq!(route.access_key_id.as_deref(), Some("AKID"));
-    assert_eq!(route.secret_access_key.as_ref().unwrap().expose_secret(), "s3-secret-value");
-    assert_eq!(route.session_token.as_ref().unwrap().expose_secret(), "s3-session-token");
+    assert_eq!(
+        route.secret_access_key.as_ref().unwrap().expose_secret(),
+        "s3-secret-value"
+    );
+    assert_eq!(
+        route.session_token.as_ref().unwrap().expose_secret(),
+        "s3-session-token"
+    );
     assert_eq!(route.lease_id.as_deref(), Some("lease-1"));
     let debug = format!("{route:?}");
-    assert!(!debug.contains("s3-secret-value") && !debug.contains("s3-session-token"), "{debug}");
+    assert!(
+        !debug.contains("s3-secret-value") && !debug.contains("s3-session-token"),
+        "{debug}"
+    );
 }
 
 #[tokio::test]
@@ -418,8 +462,10 @@ async fn transfer_route_session_form_without_team() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(body_json(json!({"mode": "put", "path": ""})))
-        .respond_with(ok(json!({"via": "session", "session": {"id": "s1", "volumeName": "vol-a",
-            "status": "READY", "readOnly": false, "sshConnection": "user@host -p 2222"}})))
+        .respond_with(ok(
+            json!({"via": "session", "session": {"id": "s1", "volumeName": "vol-a",
+            "status": "READY", "readOnly": false, "sshConnection": "user@host -p 2222"}}),
+        ))
         .expect(1)
         .mount(&server)
         .await;

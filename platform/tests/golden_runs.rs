@@ -34,7 +34,9 @@ async fn prepare_sends_the_transcript_body_and_treats_404_as_not_supported() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/api/v1/training/runs/prepare"))
-        .and(body_json(json!({"imageTag": "v1", "mode": "rl", "teamId": TEAM})))
+        .and(body_json(
+            json!({"imageTag": "v1", "mode": "rl", "teamId": TEAM}),
+        ))
         .respond_with(ResponseTemplate::new(404).set_body_json(json!({"detail": "Not Found"})))
         .expect(1)
         .mount(&server)
@@ -83,7 +85,10 @@ async fn prepare_always_sends_team_id_null_and_parses_the_strict_answer() {
         panic!("prepared expected");
     };
     let r = single_request(&server).await;
-    assert_body(&r, json!({"mode": "sft", "teamId": null, "sourceRef": "feature/x"}));
+    assert_body(
+        &r,
+        json!({"mode": "sft", "teamId": null, "sourceRef": "feature/x"}),
+    );
     assert_eq!(p.contract_version, 1);
     assert_eq!(p.mode, TrainingMode::Sft);
     assert_eq!(p.runtime.source_commit, None);
@@ -96,7 +101,9 @@ async fn prepare_always_sends_team_id_null_and_parses_the_strict_answer() {
 async fn prepare_405_is_not_supported_but_other_errors_and_bad_shapes_abort() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(405).set_body_json(json!({"detail": "Method Not Allowed"})))
+        .respond_with(
+            ResponseTemplate::new(405).set_body_json(json!({"detail": "Method Not Allowed"})),
+        )
         .up_to_n_times(1)
         .mount(&server)
         .await;
@@ -121,16 +128,26 @@ async fn prepare_405_is_not_supported_but_other_errors_and_bad_shapes_abort() {
         "schema_install": {"python": "3.12", "requirements": [], "constraints": []},
         "submission_supported": true
     });
-    Mock::given(method("POST")).respond_with(ok(bad.clone())).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(ok(bad.clone()))
+        .mount(&server)
+        .await;
     let e = client.prepare_run(&req).await.unwrap_err();
     assert!(matches!(e, PlatformError::Decode { .. }), "{e:?}");
-    assert!(e.to_string().contains("Failed to parse local validation preparation"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("Failed to parse local validation preparation"),
+        "{e}"
+    );
 
     // python must be 3.12.
     server.reset().await;
     bad["runtime"]["repository"] = json!("ghcr.io/primeintellect-ai/prime-rl");
     bad["schema_install"]["python"] = json!("3.11");
-    Mock::given(method("POST")).respond_with(ok(bad)).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(ok(bad))
+        .mount(&server)
+        .await;
     let e = client.prepare_run(&req).await.unwrap_err();
     assert!(e.to_string().contains("3.12"), "{e}");
 
@@ -147,7 +164,9 @@ async fn prepare_405_is_not_supported_but_other_errors_and_bad_shapes_abort() {
     // 403: aborts.
     server.reset().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(403).set_body_json(json!({"detail": "sourceRef not allowed"})))
+        .respond_with(
+            ResponseTemplate::new(403).set_body_json(json!({"detail": "sourceRef not allowed"})),
+        )
         .mount(&server)
         .await;
     let e = client.prepare_run(&req).await.unwrap_err();
@@ -157,8 +176,10 @@ async fn prepare_405_is_not_supported_but_other_errors_and_bad_shapes_abort() {
 // ---------------------------------------------------------------- create (§6.4)
 
 fn transcript_config() -> Map<String, Value> {
-    as_map(json!({"max_steps": 10, "model": {"name": "Qwen/Qwen3-4B"}, "name": "my-run",
-                  "orchestrator": {"batch_size": 8}, "trainer": {}}))
+    as_map(
+        json!({"max_steps": 10, "model": {"name": "Qwen/Qwen3-4B"}, "name": "my-run",
+                  "orchestrator": {"batch_size": 8}, "trainer": {}}),
+    )
 }
 
 #[tokio::test]
@@ -224,7 +245,10 @@ async fn create_sft_sends_mode_and_secrets_only_on_the_wire() {
         ..Default::default()
     };
     let debug = format!("{req:?}");
-    assert!(!debug.contains("wandb-value-123") && !debug.contains("hf_value456"), "{debug}");
+    assert!(
+        !debug.contains("wandb-value-123") && !debug.contains("hf_value456"),
+        "{debug}"
+    );
     assert!(debug.contains("[REDACTED]"));
     let out = client.create_run(&req).await.unwrap();
     assert_eq!(out.run_id, "r-sft");
@@ -288,10 +312,14 @@ async fn resume_sends_only_set_keys_and_no_team() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(format!("/api/v1/training/runs/{RUN}/resume")))
-        .and(body_json(json!({"gpuType": "B200_180GB", "hfToken": "hf_resume"})))
-        .respond_with(ok(json!({"runId": "r-new", "tokenValue": "t2", "onDemand": false,
+        .and(body_json(
+            json!({"gpuType": "B200_180GB", "hfToken": "hf_resume"}),
+        ))
+        .respond_with(ok(
+            json!({"runId": "r-new", "tokenValue": "t2", "onDemand": false,
                                 "gpuType": null, "pricePerGpuHour": null,
-                                "estimatedCostPerHour": null, "isBeta": false})))
+                                "estimatedCostPerHour": null, "isBeta": false}),
+        ))
         .expect(1)
         .mount(&server)
         .await;
@@ -333,7 +361,9 @@ async fn list_sends_the_transcript_query_and_decodes_runs() {
         .and(query_param("limit", "20"))
         .and(query_param("page", "1"))
         .and(query_param("team_id", TEAM))
-        .respond_with(ok(json!({"runs": [run_json()], "total": 3, "page": 1, "limit": 20, "total_pages": 1})))
+        .respond_with(ok(
+            json!({"runs": [run_json()], "total": 3, "page": 1, "limit": 20, "total_pages": 1}),
+        ))
         .expect(1)
         .mount(&server)
         .await;
@@ -357,7 +387,9 @@ async fn list_with_team_override_and_mine_personal_without_team() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/api/v1/rft/runs"))
-        .respond_with(ok(json!({"runs": [], "total": 0, "page": 2, "limit": 5, "total_pages": 0})))
+        .respond_with(ok(
+            json!({"runs": [], "total": 0, "page": 2, "limit": 5, "total_pages": 0}),
+        ))
         .mount(&server)
         .await;
     let client = team_client(&server);
@@ -373,7 +405,12 @@ async fn list_with_team_override_and_mine_personal_without_team() {
     let r = single_request(&server).await;
     assert_query(
         &r,
-        &[("page", "2"), ("limit", "5"), ("team_id", "cteamother0000000000000001"), ("mine", "true")],
+        &[
+            ("page", "2"),
+            ("limit", "5"),
+            ("team_id", "cteamother0000000000000001"),
+            ("mine", "true"),
+        ],
     );
 
     server.reset().await;
@@ -388,7 +425,10 @@ async fn list_with_team_override_and_mine_personal_without_team() {
         })
         .await
         .unwrap();
-    assert_query(&single_request(&server).await, &[("page", "1"), ("limit", "20")]);
+    assert_query(
+        &single_request(&server).await,
+        &[("page", "1"), ("limit", "20")],
+    );
 }
 
 #[tokio::test]
@@ -416,7 +456,10 @@ async fn list_from_a_legacy_server_pages_sorts_and_filters_locally() {
         .unwrap();
     assert_eq!(page.total, Some(2));
     assert_eq!(page.total_pages, Some(2));
-    assert_eq!(page.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec!["r3"]);
+    assert_eq!(
+        page.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        vec!["r3"]
+    );
 
     // Without a configured user id, `mine` cannot be honoured on such a server.
     let e = self::client(&server)
@@ -458,7 +501,10 @@ async fn get_decodes_every_documented_run_field() {
     assert_eq!(run.batch_size, Some(8));
     assert_eq!(run.loss, None);
     assert_eq!(run.loss_or_default(), "rl");
-    assert_eq!(run.teacher_config(), Some(&json!({"model": "Qwen/Qwen3-32B"})));
+    assert_eq!(
+        run.teacher_config(),
+        Some(&json!({"model": "Qwen/Qwen3-32B"}))
+    );
     assert_eq!(run.environments, vec![json!({"slug": "reverse-text"})]);
     assert_eq!(run.learning_rate, Some(0.000001));
     assert_eq!(run.oversampling_factor, Some(1.5));
@@ -479,7 +525,10 @@ async fn get_decodes_every_documented_run_field() {
     assert_eq!(run.extra.get("futureField"), Some(&json!({"x": 1})));
     // The raw camelCase object keeps unknown fields; the snake view follows §7.
     assert_eq!(run.raw()["futureField"], json!({"x": 1}));
-    assert_eq!(run.raw()["teacherConfig"], json!({"model": "Qwen/Qwen3-32B"}));
+    assert_eq!(
+        run.raw()["teacherConfig"],
+        json!({"model": "Qwen/Qwen3-32B"})
+    );
     let snake = run.to_snake_case();
     assert_eq!(snake["cluster_id"], Value::Null);
     assert_eq!(snake["prime_cluster_id"], "cl-prime-1");
@@ -494,7 +543,12 @@ async fn get_decodes_every_documented_run_field() {
         max_inflight_rollouts, oversampling_factor, max_async_level, volume_name, gpu_count, \
         wandb_entity, wandb_project, wandb_run_name, runs_ahead, queue_reason, notice, started_at, \
         completed_at, error_message, created_at, updated_at, failure_analysis, source_commit";
-    let keys: Vec<&str> = snake.as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = snake
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(keys, section7.split(", ").collect::<Vec<_>>());
 }
 
@@ -509,7 +563,10 @@ async fn get_of_a_run_missing_a_required_field_names_the_field_and_endpoint() {
         .await;
     let e = client(&server).get_run("r1").await.unwrap_err();
     let text = e.to_string();
-    assert!(text.contains("userId") && text.contains("GET /rft/runs/r1"), "{text}");
+    assert!(
+        text.contains("userId") && text.contains("GET /rft/runs/r1"),
+        "{text}"
+    );
 }
 
 // ---------------------------------------------------------------- lifecycle (§5.3–5.5)
@@ -654,17 +711,36 @@ async fn logs_send_every_option_with_the_right_spelling() {
         .unwrap();
     assert_query(
         &single_request(&server).await,
-        &[("tail_lines", "10"), ("search", "err"), ("component", "trainer")],
+        &[
+            ("tail_lines", "10"),
+            ("search", "err"),
+            ("component", "trainer"),
+        ],
     );
 
     // Local checks the CLI makes: nothing is sent.
     server.reset().await;
     for bad in [
-        LogsQuery { tail_lines: 0, ..Default::default() },
-        LogsQuery { since_seconds: Some(30), ..Default::default() },
-        LogsQuery { regex: true, ..Default::default() },
-        LogsQuery { level: Some("verbose".into()), ..Default::default() },
-        LogsQuery { component: LogComponent::EnvServer, ..Default::default() },
+        LogsQuery {
+            tail_lines: 0,
+            ..Default::default()
+        },
+        LogsQuery {
+            since_seconds: Some(30),
+            ..Default::default()
+        },
+        LogsQuery {
+            regex: true,
+            ..Default::default()
+        },
+        LogsQuery {
+            level: Some("verbose".into()),
+            ..Default::default()
+        },
+        LogsQuery {
+            component: LogComponent::EnvServer,
+            ..Default::default()
+        },
     ] {
         let e = client.get_logs(RUN, &bad).await.unwrap_err();
         assert!(matches!(e, PlatformError::InvalidArgument(_)), "{bad:?}");
@@ -676,22 +752,31 @@ async fn logs_send_every_option_with_the_right_spelling() {
 async fn logs_404_with_a_startup_marker_means_not_started_yet() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .respond_with(ResponseTemplate::new(404).set_body_json(
-            json!({"detail": "Run is queued; logs are not available yet"}),
-        ))
+        .respond_with(
+            ResponseTemplate::new(404)
+                .set_body_json(json!({"detail": "Run is queued; logs are not available yet"})),
+        )
         .up_to_n_times(1)
         .mount(&server)
         .await;
     let client = client(&server);
-    let e = client.get_logs(RUN, &LogsQuery::default()).await.unwrap_err();
+    let e = client
+        .get_logs(RUN, &LogsQuery::default())
+        .await
+        .unwrap_err();
     assert!(matches!(e, PlatformError::NotStartedYet { .. }), "{e:?}");
     assert!(e.to_string().contains("not started yet"), "{e}");
 
     Mock::given(method("GET"))
-        .respond_with(ResponseTemplate::new(404).set_body_json(json!({"detail": "Run nope not found"})))
+        .respond_with(
+            ResponseTemplate::new(404).set_body_json(json!({"detail": "Run nope not found"})),
+        )
         .mount(&server)
         .await;
-    let e = client.get_logs(RUN, &LogsQuery::default()).await.unwrap_err();
+    let e = client
+        .get_logs(RUN, &LogsQuery::default())
+        .await
+        .unwrap_err();
     assert!(matches!(e, PlatformError::NotFound { .. }), "{e:?}");
     assert_eq!(e.to_string(), "HTTP 404: Run nope not found");
 }
@@ -719,7 +804,12 @@ async fn legacy_env_server_logs_send_name_index_and_filters() {
     assert_eq!(logs.logs, "env line");
     assert_query(
         &single_request(&server).await,
-        &[("env_name", "reverse-text"), ("env_index", "2"), ("tail_lines", "1000"), ("level", "ERROR")],
+        &[
+            ("env_name", "reverse-text"),
+            ("env_index", "2"),
+            ("tail_lines", "1000"),
+            ("level", "ERROR"),
+        ],
     );
 }
 
@@ -753,12 +843,23 @@ async fn metrics_without_options_send_no_query_string() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path(format!("/api/v1/rft/runs/{RUN}/metrics")))
-        .respond_with(ok(json!({"metrics": [{"step": 1, "reward": 0.5}, {"step": 2, "reward": 0.7}]})))
+        .respond_with(ok(
+            json!({"metrics": [{"step": 1, "reward": 0.5}, {"step": 2, "reward": 0.7}]}),
+        ))
         .mount(&server)
         .await;
     let client = client(&server);
-    let m = client.get_metrics(RUN, &MetricsQuery::default()).await.unwrap();
-    assert_eq!(m.metrics, vec![json!({"step": 1, "reward": 0.5}), json!({"step": 2, "reward": 0.7})]);
+    let m = client
+        .get_metrics(RUN, &MetricsQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        m.metrics,
+        vec![
+            json!({"step": 1, "reward": 0.5}),
+            json!({"step": 2, "reward": 0.7})
+        ]
+    );
     let r = single_request(&server).await;
     assert_platform_headers(&r);
     assert_query(&r, &[]);
@@ -790,8 +891,10 @@ async fn progress_is_camel_case_on_the_wire() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path(format!("/api/v1/rft/runs/{RUN}/progress")))
-        .respond_with(ok(json!({"latestStep": 7, "stepsWithSamples": [0, 5], "stepsWithDistributions": [5],
-                                "lastUpdatedAt": "2026-01-02T03:04:05Z"})))
+        .respond_with(ok(
+            json!({"latestStep": 7, "stepsWithSamples": [0, 5], "stepsWithDistributions": [5],
+                                "lastUpdatedAt": "2026-01-02T03:04:05Z"}),
+        ))
         .mount(&server)
         .await;
     let p = client(&server).get_progress(RUN).await.unwrap();
@@ -809,9 +912,11 @@ async fn checkpoints_with_status_filter() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path(format!("/api/v1/rft/runs/{RUN}/checkpoints")))
-        .respond_with(ok(json!({"checkpoints": [{"id": "ck1", "rftRunId": RUN, "step": 10,
+        .respond_with(ok(
+            json!({"checkpoints": [{"id": "ck1", "rftRunId": RUN, "step": 10,
             "storageUrl": "s3://bucket/runs/x/step_10", "status": "READY", "sizeBytes": 1024,
-            "createdAt": "2026-01-02T03:04:05Z", "uploadedAt": "2026-01-02T03:05:05Z"}]})))
+            "createdAt": "2026-01-02T03:04:05Z", "uploadedAt": "2026-01-02T03:05:05Z"}]}),
+        ))
         .mount(&server)
         .await;
     let c = client(&server)
@@ -837,8 +942,10 @@ async fn samples_send_page_limit_step() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path(format!("/api/v1/rft/runs/{RUN}/samples")))
-        .respond_with(ok(json!({"run_id": RUN, "samples": [{"prompt": "p", "reward": 1.0}],
-                                "total": 1, "page": 1, "limit": 100, "total_pages": 1})))
+        .respond_with(ok(
+            json!({"run_id": RUN, "samples": [{"prompt": "p", "reward": 1.0}],
+                                "total": 1, "page": 1, "limit": 100, "total_pages": 1}),
+        ))
         .mount(&server)
         .await;
     let s = client(&server)
@@ -850,7 +957,10 @@ async fn samples_send_page_limit_step() {
     assert_query(&r, &[("page", "1"), ("limit", "100"), ("step", "5")]);
     assert_eq!(s.run_id.as_deref(), Some(RUN));
     assert_eq!(s.samples, vec![json!({"prompt": "p", "reward": 1.0})]);
-    assert_eq!((s.total, s.page, s.limit, s.total_pages), (Some(1), Some(1), Some(100), Some(1)));
+    assert_eq!(
+        (s.total, s.page, s.limit, s.total_pages),
+        (Some(1), Some(1), Some(100), Some(1))
+    );
 }
 
 #[tokio::test]
@@ -858,7 +968,9 @@ async fn distributions_accept_bins_and_chart_data() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path(format!("/api/v1/rft/runs/{RUN}/distributions")))
-        .respond_with(ok(json!({"chartData": {"histogramData": [{"x": 0.1, "count": 3}]}, "step": 4})))
+        .respond_with(ok(
+            json!({"chartData": {"histogramData": [{"x": 0.1, "count": 3}]}, "step": 4}),
+        ))
         .up_to_n_times(1)
         .mount(&server)
         .await;
@@ -924,7 +1036,10 @@ async fn usage_decodes_buckets_and_pricing() {
     assert_eq!(u.inference.as_ref().unwrap().cost_usd, Some(0.01));
     assert_eq!(u.total_tokens, Some(1010));
     assert_eq!(u.total_cost_usd, Some(0.51));
-    assert_eq!(u.pricing.as_ref().unwrap().inference_output_per_mtok, Some(0.2));
+    assert_eq!(
+        u.pricing.as_ref().unwrap().inference_output_per_mtok,
+        Some(0.2)
+    );
     assert_eq!(u.record_count, Some(3));
 }
 
@@ -933,7 +1048,9 @@ async fn run_ids_are_path_encoded_and_slashes_refused() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/api/v1/rft/runs/a%20b"))
-        .respond_with(ok(json!({"run": minimal_run("a b", "RUNNING", "2026-01-01T00:00:00Z")})))
+        .respond_with(ok(
+            json!({"run": minimal_run("a b", "RUNNING", "2026-01-01T00:00:00Z")}),
+        ))
         .expect(1)
         .mount(&server)
         .await;

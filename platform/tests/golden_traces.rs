@@ -6,8 +6,7 @@ mod common;
 
 use common::*;
 use factory_platform::{
-    EpisodesQuery, PlatformClient, PlatformError, TeamScope, TraceRunsQuery, TraceSort,
-    TracesQuery,
+    EpisodesQuery, PlatformClient, PlatformError, TeamScope, TraceRunsQuery, TraceSort, TracesQuery,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -45,7 +44,9 @@ async fn list_traces_sends_every_filter_the_team_header_and_no_content_type() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/api/v1/traces"))
-        .respond_with(ok(json!({"items": [trace_summary("tr1")], "next_cursor": "cur-2"})))
+        .respond_with(ok(
+            json!({"items": [trace_summary("tr1")], "next_cursor": "cur-2"}),
+        ))
         .expect(1)
         .mount(&server)
         .await;
@@ -174,8 +175,14 @@ async fn get_trace_and_episode_endpoints() {
     assert_traces_headers(&r, Some(TEAM));
     assert_query(
         &r,
-        &[("limit", "20"), ("run_id", RUN), ("upload_id", "up1"), ("has_error", "true"),
-          ("run_step", "7"), ("context.split", "train")],
+        &[
+            ("limit", "20"),
+            ("run_id", RUN),
+            ("upload_id", "up1"),
+            ("has_error", "true"),
+            ("run_step", "7"),
+            ("context.split", "train"),
+        ],
     );
     let e = &page.items[0];
     assert_eq!(e.episode_id, "ep1");
@@ -188,11 +195,13 @@ async fn get_trace_and_episode_endpoints() {
     server.reset().await;
     Mock::given(method("GET"))
         .and(path("/api/v1/episodes/ep1"))
-        .respond_with(ok(json!({"episode_id": "ep1", "upload_id": "up1", "schema_version": 1,
+        .respond_with(ok(
+            json!({"episode_id": "ep1", "upload_id": "up1", "schema_version": 1,
             "created_at": "x", "ingested_at": "y", "run_id": null, "environment_id": null,
             "outcome": null, "has_error": false, "error": {"type": null, "message": null},
             "traces": {"trace_count": 2, "total_tokens": 100, "total_duration_ms": 50,
-                       "any_trace_error": false, "agent_names": ["solver", "judge"]}})))
+                       "any_trace_error": false, "agent_names": ["solver", "judge"]}}),
+        ))
         .mount(&server)
         .await;
     let d = client.traces().get_episode("ep1").await.unwrap();
@@ -204,7 +213,9 @@ async fn get_trace_and_episode_endpoints() {
     server.reset().await;
     Mock::given(method("GET"))
         .and(path("/api/v1/episodes/ep1/traces"))
-        .respond_with(ok(json!({"items": [trace_summary("tr9")], "next_cursor": null})))
+        .respond_with(ok(
+            json!({"items": [trace_summary("tr9")], "next_cursor": null}),
+        ))
         .mount(&server)
         .await;
     let page = client
@@ -221,7 +232,10 @@ async fn get_trace_and_episode_endpoints() {
         .unwrap();
     assert_eq!(page.items[0].trace_id, "tr9");
     // Episode traces take the trace filters but no sort.
-    assert_query(&single_request(&server).await, &[("limit", "20"), ("outcome", "success")]);
+    assert_query(
+        &single_request(&server).await,
+        &[("limit", "20"), ("outcome", "success")],
+    );
 }
 
 #[tokio::test]
@@ -254,8 +268,13 @@ async fn runs_run_and_steps_endpoints() {
     assert_traces_headers(&r, None);
     assert_query(
         &r,
-        &[("limit", "5"), ("run_type", "eval"), ("run_type", "train"),
-          ("created_after", "2026-01-01T00:00:00Z"), ("cursor", "c1")],
+        &[
+            ("limit", "5"),
+            ("run_type", "eval"),
+            ("run_type", "train"),
+            ("created_after", "2026-01-01T00:00:00Z"),
+            ("cursor", "c1"),
+        ],
     );
     let s = &page.items[0];
     assert_eq!(s.run_id, RUN);
@@ -273,9 +292,11 @@ async fn runs_run_and_steps_endpoints() {
         .await;
     Mock::given(method("GET"))
         .and(path(format!("/api/v1/runs/{RUN}/steps")))
-        .respond_with(ok(json!({"step_min": 0, "step_max": 3, "step_count": 4, "items": [
+        .respond_with(ok(
+            json!({"step_min": 0, "step_max": 3, "step_count": 4, "items": [
             {"step": 0, "trace_count": 10, "episode_count": 3, "avg_reward": 0.1},
-            {"step": 3, "trace_count": 10, "episode_count": 2, "avg_reward": null}]})))
+            {"step": 3, "trace_count": 10, "episode_count": 2, "avg_reward": null}]}),
+        ))
         .mount(&server)
         .await;
     let run = client.traces().get_run(RUN).await.unwrap();
@@ -322,7 +343,11 @@ async fn traces_error_bodies_keep_their_code() {
         .respond_with(ResponseTemplate::new(400).set_body_string("bad cursor"))
         .mount(&server)
         .await;
-    let e = client.traces().list_traces(&TracesQuery::default()).await.unwrap_err();
+    let e = client
+        .traces()
+        .list_traces(&TracesQuery::default())
+        .await
+        .unwrap_err();
     assert_eq!(e.to_string(), "HTTP 400: bad cursor");
 }
 
@@ -346,7 +371,11 @@ async fn traces_gets_retry_503_and_429_with_retry_after() {
         .with_priority(3)
         .mount(&server)
         .await;
-    let t = traces_client(&server, None).traces().get_trace("tr1").await.unwrap();
+    let t = traces_client(&server, None)
+        .traces()
+        .get_trace("tr1")
+        .await
+        .unwrap();
     assert_eq!(t.trace_id, "tr1");
     assert_eq!(request_count(&server).await, 3);
 }
@@ -357,16 +386,34 @@ async fn ids_with_slashes_or_dots_are_refused_locally() {
     let client = traces_client(&server, None);
     let dir = tempfile::tempdir().unwrap();
     for bad in ["a/b", ".", "..", ""] {
-        assert!(matches!(client.traces().get_trace(bad).await, Err(PlatformError::InvalidArgument(_))));
-        assert!(matches!(client.traces().get_episode(bad).await, Err(PlatformError::InvalidArgument(_))));
-        assert!(matches!(client.traces().get_run(bad).await, Err(PlatformError::InvalidArgument(_))));
         assert!(matches!(
-            client.traces().download_trace_raw(bad, &dir.path().join("x")).await,
+            client.traces().get_trace(bad).await,
+            Err(PlatformError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            client.traces().get_episode(bad).await,
+            Err(PlatformError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            client.traces().get_run(bad).await,
+            Err(PlatformError::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            client
+                .traces()
+                .download_trace_raw(bad, &dir.path().join("x"))
+                .await,
             Err(PlatformError::InvalidArgument(_))
         ));
     }
     assert!(matches!(
-        client.traces().list_traces(&TracesQuery { limit: 101, ..Default::default() }).await,
+        client
+            .traces()
+            .list_traces(&TracesQuery {
+                limit: 101,
+                ..Default::default()
+            })
+            .await,
         Err(PlatformError::InvalidArgument(_))
     ));
     assert_eq!(request_count(&server).await, 0);
@@ -397,7 +444,10 @@ async fn raw_download_is_byte_exact_and_atomic() {
         .unwrap();
     assert_eq!(n, body.len() as u64);
     assert_eq!(std::fs::read(&dest).unwrap(), body);
-    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names.len(), 1, "no temporary file left behind: {names:?}");
     let r = single_request(&server).await;
     assert_traces_headers(&r, Some(TEAM));
@@ -441,15 +491,23 @@ async fn raw_download_errors_before_bytes_are_retried_and_leave_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let dest = dir.path().join("t.jsonl");
     let client = traces_client(&server, None);
-    assert_eq!(client.traces().download_trace_raw("t", &dest).await.unwrap(), 2);
+    assert_eq!(
+        client
+            .traces()
+            .download_trace_raw("t", &dest)
+            .await
+            .unwrap(),
+        2
+    );
     assert_eq!(request_count(&server).await, 2);
 
     // A 404 leaves nothing at all.
     let server = MockServer::start().await;
     Mock::given(method("GET"))
-        .respond_with(ResponseTemplate::new(404).set_body_json(
-            json!({"error": {"code": "trace_not_found", "message": "nope"}}),
-        ))
+        .respond_with(
+            ResponseTemplate::new(404)
+                .set_body_json(json!({"error": {"code": "trace_not_found", "message": "nope"}})),
+        )
         .mount(&server)
         .await;
     let dest2 = dir.path().join("missing.jsonl");
@@ -464,7 +522,10 @@ async fn raw_download_errors_before_bytes_are_retried_and_leave_no_file() {
 }
 
 /// A one-shot HTTP server that announces more bytes than it sends, then closes.
-async fn short_body_server(announced: usize, sent: &'static [u8]) -> (String, tokio::task::JoinHandle<usize>) {
+async fn short_body_server(
+    announced: usize,
+    sent: &'static [u8],
+) -> (String, tokio::task::JoinHandle<usize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let handle = tokio::spawn(async move {
@@ -476,7 +537,9 @@ async fn short_body_server(announced: usize, sent: &'static [u8]) -> (String, to
             served += 1;
             let mut buf = vec![0u8; 4096];
             let _ = sock.read(&mut buf).await;
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nContent-Length: {announced}\r\n\r\n");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nContent-Length: {announced}\r\n\r\n"
+            );
             let _ = sock.write_all(head.as_bytes()).await;
             let _ = sock.write_all(sent).await;
             let _ = sock.flush().await;
@@ -496,11 +559,19 @@ async fn raw_download_cut_short_is_an_error_not_retried_and_leaves_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let dest = dir.path().join("cut.jsonl");
     std::fs::write(&dest, b"previous complete file").unwrap();
-    let e = client.traces().download_trace_raw("cut", &dest).await.unwrap_err();
+    let e = client
+        .traces()
+        .download_trace_raw("cut", &dest)
+        .await
+        .unwrap_err();
     assert!(matches!(e, PlatformError::Truncated { .. }), "{e:?}");
     assert!(e.to_string().contains("cut short"), "{e}");
     // The previous file is untouched and no partial file remains.
     assert_eq!(std::fs::read(&dest).unwrap(), b"previous complete file");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-    assert_eq!(handle.await.unwrap(), 1, "a download is never retried once bytes flowed");
+    assert_eq!(
+        handle.await.unwrap(),
+        1,
+        "a download is never retried once bytes flowed"
+    );
 }

@@ -21,6 +21,9 @@ use crate::secret_guard::{KnownSecrets, SecretKind};
 pub(crate) struct Hit {
     pub range: Range<usize>,
     pub kind: SecretKind,
+    /// A `NAME=VALUE` hit whose value is neither opaque (hex/base64) nor under a name such as
+    /// `password`/`api_key`: redacted on the way out, but not reason enough to refuse input.
+    pub weak: bool,
 }
 
 /// A credential shape: a regex, the capture group holding the secret part (0 = whole match),
@@ -181,11 +184,13 @@ pub(crate) fn shape_hits(text: &str, out: &mut Vec<Hit>) {
             if !(shape.accept)(m.as_str()) {
                 continue;
             }
+            let mut weak = false;
             if shape.kind == SecretKind::SecretAssignment {
                 let name = caps.get(1).map_or("", |n| n.as_str());
                 if !name_says_secret(name) {
                     continue;
                 }
+                weak = !looks_opaque(m.as_str()) && strong_secret_name(name).is_none();
             }
             if shape.kind == SecretKind::AwsAccessKeyId {
                 aws_id = true;
@@ -193,6 +198,7 @@ pub(crate) fn shape_hits(text: &str, out: &mut Vec<Hit>) {
             out.push(Hit {
                 range: m.range(),
                 kind: shape.kind.clone(),
+                weak,
             });
         }
     }
@@ -204,6 +210,7 @@ pub(crate) fn shape_hits(text: &str, out: &mut Vec<Hit>) {
                 out.push(Hit {
                     range: m.range(),
                     kind: SecretKind::AwsSecretAccessKey,
+                    weak: false,
                 });
             }
         }
@@ -482,6 +489,7 @@ impl KnownForms {
             out.push(Hit {
                 range: m.range(),
                 kind: SecretKind::KnownValue { name },
+                weak: false,
             });
         }
     }

@@ -386,9 +386,10 @@ impl SecretGuard {
     /// known values and credential shapes (which also covers comments, and documents that do
     /// not parse). Raw-text findings are reported as `root_path (line N)`.
     pub fn check_toml_str(&self, text: &str, root_path: &str) -> Result<(), Vec<SecretFinding>> {
-        let mut out = match toml::from_str::<toml::Table>(text) {
+        let parsed = toml::from_str::<toml::Table>(text);
+        let mut out = match &parsed {
             Ok(table) => self
-                .check_toml_table(&table, root_path)
+                .check_toml_table(table, root_path)
                 .err()
                 .unwrap_or_default(),
             Err(_) => Vec::new(),
@@ -399,11 +400,14 @@ impl SecretGuard {
         shape_hits(text, &mut hits);
         let mut seen = HashSet::new();
         for hit in hits {
-            // Assignments in raw text are the tree walker's business (it knows the key).
-            if hit.kind == SecretKind::SecretAssignment && !out.is_empty() {
+            if hit.weak || reported.contains(&hit.kind) {
                 continue;
             }
-            if reported.contains(&hit.kind) {
+            let line_start = text[..hit.range.start].rfind('\n').map_or(0, |i| i + 1);
+            let in_comment = text[line_start..].trim_start().starts_with('#');
+            // In a parsed document the tree walker judged every key = value already (it knows
+            // the key); the raw scan adds assignments only from comments.
+            if hit.kind == SecretKind::SecretAssignment && parsed.is_ok() && !in_comment {
                 continue;
             }
             let line = text[..hit.range.start].matches('\n').count() + 1;
@@ -543,10 +547,12 @@ impl SecretGuard {
         }
     }
 
+    /// Known values and shapes in `s`, without the weak assignment hits (see [`Hit::weak`]).
     fn string_hits(&self, s: &str) -> Vec<Hit> {
         let mut hits = Vec::new();
         self.known.hits(s, &mut hits);
         shape_hits(s, &mut hits);
+        hits.retain(|h| !h.weak);
         hits
     }
 

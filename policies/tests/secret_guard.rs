@@ -392,3 +392,26 @@ fn name_rules() {
     assert!(!name_says_secret("tokenizer_name"));
     assert!(!name_says_secret("commit_sha"));
 }
+
+#[test]
+fn a_loose_assignment_in_prose_passes_the_guard_but_an_opaque_one_does_not() {
+    let g = guard();
+    g.check_json(&json!({"notes": "the password: changeme-later is set by ops"}), "a")
+        .expect("a non-opaque value under a weak name is prose");
+    let err = g
+        .check_json(
+            &json!({"notes": "export WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567"}),
+            "arguments",
+        )
+        .expect_err("opaque value");
+    assert_eq!(err[0].kind, SecretKind::SecretAssignment);
+    let err = g
+        .check_toml_str("# WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567\nx = 1\n", "config")
+        .expect_err("comment");
+    assert_eq!(err[0].path, "config (line 1)");
+    let err = g
+        .check_toml_str("[wandb]\napi_key = \"abcdefgh-ijkl\"\n", "config")
+        .expect_err("api_key");
+    assert_eq!(err.len(), 1, "reported once, under its key: {err:?}");
+    assert_eq!(err[0].path, "config.wandb.api_key");
+}

@@ -16,9 +16,14 @@ async fn a_run_moves_through_its_lifecycle_on_the_manual_clock() {
     let c = Client::new(&sb, 0);
     let id = c.create(run_body("life", 5)).await;
     assert_eq!(c.status(&id).await, "QUEUED");
-    let (s, v) = c.get(&format!("/api/v1/rft/runs/{id}/logs?tail_lines=10")).await;
+    let (s, v) = c
+        .get(&format!("/api/v1/rft/runs/{id}/logs?tail_lines=10"))
+        .await;
     assert_eq!(s, 404);
-    assert!(v["detail"].as_str().unwrap().contains("not available yet"), "{v}");
+    assert!(
+        v["detail"].as_str().unwrap().contains("not available yet"),
+        "{v}"
+    );
     advance(&sb, 2);
     assert_eq!(c.status(&id).await, "PENDING");
     advance(&sb, 3);
@@ -35,18 +40,42 @@ async fn a_run_moves_through_its_lifecycle_on_the_manual_clock() {
     assert_eq!(run["maxSteps"], 5);
     assert_eq!(run["kind"], "DEDICATED_FULL_FT");
     assert_eq!(run["baseModel"], "PrimeIntellect/Qwen3-0.6B");
-    for k in ["id", "userId", "status", "createdAt", "updatedAt", "startedAt", "completedAt"] {
+    for k in [
+        "id",
+        "userId",
+        "status",
+        "createdAt",
+        "updatedAt",
+        "startedAt",
+        "completedAt",
+    ] {
         assert!(run[k].is_string(), "{k} missing in {run}");
     }
     let (_, m) = c.get(&format!("/api/v1/rft/runs/{id}/metrics")).await;
     assert_eq!(m["metrics"].as_array().unwrap().len(), 5);
-    let (_, m) = c.get(&format!("/api/v1/rft/runs/{id}/metrics?min_step=2&max_step=4&limit=2")).await;
-    let steps: Vec<u64> = m["metrics"].as_array().unwrap().iter().map(|r| r["step"].as_u64().unwrap()).collect();
+    let (_, m) = c
+        .get(&format!(
+            "/api/v1/rft/runs/{id}/metrics?min_step=2&max_step=4&limit=2"
+        ))
+        .await;
+    let steps: Vec<u64> = m["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["step"].as_u64().unwrap())
+        .collect();
     assert_eq!(steps, vec![2, 3]);
     let (_, ck) = c.get(&format!("/api/v1/rft/runs/{id}/checkpoints")).await;
     let ck = ck["checkpoints"].as_array().unwrap();
-    assert_eq!(ck.last().unwrap()["step"], 5, "final checkpoint at max_steps");
-    assert!(ck.iter().all(|c| c["status"] == "READY" && c["rftRunId"] == id.as_str()));
+    assert_eq!(
+        ck.last().unwrap()["step"],
+        5,
+        "final checkpoint at max_steps"
+    );
+    assert!(
+        ck.iter()
+            .all(|c| c["status"] == "READY" && c["rftRunId"] == id.as_str())
+    );
     // Once finished, nothing changes any more.
     advance(&sb, 1000);
     let (_, p2) = c.get(&format!("/api/v1/rft/runs/{id}/progress")).await;
@@ -63,7 +92,9 @@ async fn stop_and_pause_take_effect_at_once_and_resume_makes_a_new_run() {
     let (s, v) = c.put(&format!("/api/v1/rft/runs/{a}/stop")).await;
     assert_eq!(s, 200);
     assert_eq!(v["run"]["status"], "STOPPED");
-    let (s, v) = c.post(&format!("/api/v1/training/runs/{b}/pause"), json!({})).await;
+    let (s, v) = c
+        .post(&format!("/api/v1/training/runs/{b}/pause"), json!({}))
+        .await;
     assert_eq!((s, v["status"].as_str()), (200, Some("PAUSED")));
     advance(&sb, 100);
     assert_eq!(c.status(&a).await, "STOPPED");
@@ -72,13 +103,19 @@ async fn stop_and_pause_take_effect_at_once_and_resume_makes_a_new_run() {
     // Restart is RUNNING-only; delete is refused for active runs and works for finished ones.
     let (s, _) = c.put(&format!("/api/v1/rft/runs/{a}/restart")).await;
     assert_eq!(s, 409);
-    let (s, v) = c.post(&format!("/api/v1/training/runs/{b}/resume"), json!({})).await;
+    let (s, v) = c
+        .post(&format!("/api/v1/training/runs/{b}/resume"), json!({}))
+        .await;
     assert_eq!(s, 201, "{v}");
     let resumed = v["runId"].as_str().unwrap().to_string();
     assert_ne!(resumed, b);
-    let (s, _) = c.send(Method::DELETE, &format!("/api/v1/rft/runs/{resumed}"), None).await;
+    let (s, _) = c
+        .send(Method::DELETE, &format!("/api/v1/rft/runs/{resumed}"), None)
+        .await;
     assert_eq!(s, 409, "an active run cannot be deleted");
-    let (s, _) = c.send(Method::DELETE, &format!("/api/v1/rft/runs/{a}"), None).await;
+    let (s, _) = c
+        .send(Method::DELETE, &format!("/api/v1/rft/runs/{a}"), None)
+        .await;
     assert_eq!(s, 200);
     let (s, _) = c.get(&format!("/api/v1/rft/runs/{a}")).await;
     assert_eq!(s, 404);
@@ -105,17 +142,30 @@ async fn another_users_runs_are_invisible() {
         assert_eq!(s, 404);
     }
     // Bob is not in team Alpha.
-    let (s, _) = bob.get(&format!("/api/v1/rft/runs?team_id={TEAM_ALPHA_ID}")).await;
+    let (s, _) = bob
+        .get(&format!("/api/v1/rft/runs?team_id={TEAM_ALPHA_ID}"))
+        .await;
     assert_eq!(s, 403);
     let (s, _) = bob
-        .post("/api/v1/training/runs", json!({"config": rl_config("x", 5), "teamId": TEAM_ALPHA_ID}))
+        .post(
+            "/api/v1/training/runs",
+            json!({"config": rl_config("x", 5), "teamId": TEAM_ALPHA_ID}),
+        )
         .await;
     assert_eq!(s, 403);
     // A shared team's runs are visible to both members; `mine` narrows to one's own.
-    let beta_bob = bob.create(json!({"config": rl_config("b", 5), "teamId": TEAM_BETA_ID})).await;
-    let (_, list) = alice.get(&format!("/api/v1/rft/runs?team_id={TEAM_BETA_ID}")).await;
+    let beta_bob = bob
+        .create(json!({"config": rl_config("b", 5), "teamId": TEAM_BETA_ID}))
+        .await;
+    let (_, list) = alice
+        .get(&format!("/api/v1/rft/runs?team_id={TEAM_BETA_ID}"))
+        .await;
     assert_eq!(list["runs"][0]["id"], beta_bob.as_str());
-    let (_, list) = alice.get(&format!("/api/v1/rft/runs?team_id={TEAM_BETA_ID}&mine=true")).await;
+    let (_, list) = alice
+        .get(&format!(
+            "/api/v1/rft/runs?team_id={TEAM_BETA_ID}&mine=true"
+        ))
+        .await;
     assert_eq!(list["total"], 0);
     // Personal list holds only the personal run; the team list only the team run.
     let (_, list) = alice.get("/api/v1/rft/runs").await;
@@ -137,9 +187,20 @@ async fn lists_are_paginated_server_side_newest_first() {
         advance(&sb, 1);
     }
     let (_, p1) = c.get("/api/v1/rft/runs?page=1&limit=3").await;
-    assert_eq!((p1["total"].as_u64(), p1["total_pages"].as_u64()), (Some(7), Some(3)));
-    assert_eq!((p1["page"].as_u64(), p1["limit"].as_u64()), (Some(1), Some(3)));
-    let got: Vec<&str> = p1["runs"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        (p1["total"].as_u64(), p1["total_pages"].as_u64()),
+        (Some(7), Some(3))
+    );
+    assert_eq!(
+        (p1["page"].as_u64(), p1["limit"].as_u64()),
+        (Some(1), Some(3))
+    );
+    let got: Vec<&str> = p1["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     assert_eq!(got, vec![ids[6].as_str(), ids[5].as_str(), ids[4].as_str()]);
     let (_, p3) = c.get("/api/v1/rft/runs?page=3&limit=3").await;
     assert_eq!(p3["runs"].as_array().unwrap().len(), 1);
@@ -156,7 +217,12 @@ async fn lists_are_paginated_server_side_newest_first() {
 async fn creating_twice_makes_two_runs_and_prepare_answers_404() {
     let sb = manual().await;
     let c = Client::new(&sb, 0);
-    let (s, v) = c.post("/api/v1/training/runs/prepare", json!({"mode": "rl", "teamId": null})).await;
+    let (s, v) = c
+        .post(
+            "/api/v1/training/runs/prepare",
+            json!({"mode": "rl", "teamId": null}),
+        )
+        .await;
     assert_eq!((s, v), (404, json!({"detail": "Not Found"})));
     let a = c.create(run_body("same", 5)).await;
     let b = c.create(run_body("same", 5)).await;
@@ -174,7 +240,11 @@ async fn bad_keys_and_bad_bodies_get_errors_not_panics() {
     assert!(r.json::<Value>().await.unwrap()["detail"].is_string());
     let r = http.get(&url).send().await.unwrap();
     assert_eq!(r.status(), 401);
-    let r = http.get(format!("{}/api/v1/traces", sb.base_url())).send().await.unwrap();
+    let r = http
+        .get(format!("{}/api/v1/traces", sb.base_url()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     assert!(r.json::<Value>().await.unwrap()["error"]["code"].is_string());
     let r = http
@@ -188,13 +258,25 @@ async fn bad_keys_and_bad_bodies_get_errors_not_panics() {
     assert_eq!(r.status(), 422);
     assert!(r.json::<Value>().await.unwrap()["detail"].is_array());
     let c = Client::new(&sb, 0);
-    let (s, v) = c.post("/api/v1/training/runs", json!({"name": "no-config"})).await;
+    let (s, v) = c
+        .post("/api/v1/training/runs", json!({"name": "no-config"}))
+        .await;
     assert_eq!(s, 422);
     assert_eq!(v["detail"][0]["loc"], json!(["body", "config"]));
-    let (s, v) = c.post("/api/v1/training/runs", json!({"config": rl_config("g", 5), "gpuType": "TPU_v9"})).await;
+    let (s, v) = c
+        .post(
+            "/api/v1/training/runs",
+            json!({"config": rl_config("g", 5), "gpuType": "TPU_v9"}),
+        )
+        .await;
     assert_eq!(s, 400);
     assert!(v["detail"].as_str().unwrap().contains("TPU_v9"));
-    let (s, _) = c.post("/api/v1/training/runs", json!({"config": rl_config("v", 5), "volume": "nope"})).await;
+    let (s, _) = c
+        .post(
+            "/api/v1/training/runs",
+            json!({"config": rl_config("v", 5), "volume": "nope"}),
+        )
+        .await;
     assert_eq!(s, 404);
     let (s, _) = c.get("/api/v1/rft/runs/x/metrics?min_step=abc").await;
     assert_eq!(s, 422);
@@ -209,7 +291,8 @@ async fn scenario_triggers_fail_stall_and_queue() {
     oom["model"]["name"] = json!("meta-llama/Llama-3.1-70B-Instruct");
     let oom = c.create(json!({"config": oom})).await;
     let mut env = rl_config("env", 10);
-    env["orchestrator"]["train"]["source"][0]["env"]["taskset"]["id"] = json!("sandbox/fail-unknown-env");
+    env["orchestrator"]["train"]["source"][0]["env"]["taskset"]["id"] =
+        json!("sandbox/fail-unknown-env");
     let env = c.create(json!({"config": env})).await;
     let mut model = rl_config("m", 10);
     model["model"]["name"] = json!("nobody/NoSuchModel-1B");
@@ -220,20 +303,46 @@ async fn scenario_triggers_fail_stall_and_queue() {
         .create(json!({"config": rl_config("b200", 10), "gpuType": "B200_180GB"}))
         .await;
     advance(&sb, 5);
-    assert_eq!(c.status(&oom).await, "RUNNING", "failures happen after starting");
+    assert_eq!(
+        c.status(&oom).await,
+        "RUNNING",
+        "failures happen after starting"
+    );
     advance(&sb, 60);
-    for (id, needle) in [(&oom, "OutOfMemoryError"), (&env, "fail-unknown-env"), (&model, "NoSuchModel")] {
+    for (id, needle) in [
+        (&oom, "OutOfMemoryError"),
+        (&env, "fail-unknown-env"),
+        (&model, "NoSuchModel"),
+    ] {
         let (_, v) = c.get(&format!("/api/v1/rft/runs/{id}")).await;
         assert_eq!(v["run"]["status"], "FAILED");
         let fa = &v["run"]["failureAnalysis"];
-        assert!(fa["rootCause"].is_string() && fa["evidence"].is_array() && fa["confidence"].is_f64(), "{fa}");
-        let (_, l) = c.get(&format!("/api/v1/rft/runs/{id}/logs?level=ERROR&component=trainer")).await;
-        let (_, lo) = c.get(&format!("/api/v1/rft/runs/{id}/logs?level=ERROR")).await;
+        assert!(
+            fa["rootCause"].is_string() && fa["evidence"].is_array() && fa["confidence"].is_f64(),
+            "{fa}"
+        );
+        let (_, l) = c
+            .get(&format!(
+                "/api/v1/rft/runs/{id}/logs?level=ERROR&component=trainer"
+            ))
+            .await;
+        let (_, lo) = c
+            .get(&format!("/api/v1/rft/runs/{id}/logs?level=ERROR"))
+            .await;
         let all = format!("{}{}{}", l["logs"], lo["logs"], v["run"]["errorMessage"]);
         assert!(all.contains(needle), "{all}");
     }
-    let (_, l) = c.get(&format!("/api/v1/rft/runs/{oom}/logs?component=trainer&search=CUDA%20out%20of%20memory")).await;
-    assert!(l["logs"].as_str().unwrap().contains("torch.OutOfMemoryError: CUDA out of memory"));
+    let (_, l) = c
+        .get(&format!(
+            "/api/v1/rft/runs/{oom}/logs?component=trainer&search=CUDA%20out%20of%20memory"
+        ))
+        .await;
+    assert!(
+        l["logs"]
+            .as_str()
+            .unwrap()
+            .contains("torch.OutOfMemoryError: CUDA out of memory")
+    );
     let (_, p1) = c.get(&format!("/api/v1/rft/runs/{stall}/progress")).await;
     advance(&sb, 600);
     let (_, p2) = c.get(&format!("/api/v1/rft/runs/{stall}/progress")).await;
@@ -259,7 +368,12 @@ async fn the_world_survives_a_restart_with_a_state_file() {
     let sb = Sandbox::start(opts()).await.unwrap();
     let c = Client::new(&sb, 0);
     let id = c.create(run_body("persist", 5)).await;
-    let (s, _) = c.post("/api/v1/training/volumes", json!({"name": "keep-me", "size": "500Gi", "warm": true})).await;
+    let (s, _) = c
+        .post(
+            "/api/v1/training/volumes",
+            json!({"name": "keep-me", "size": "500Gi", "warm": true}),
+        )
+        .await;
     assert_eq!(s, 201);
     advance(&sb, 8);
     let (_, before) = c.get(&format!("/api/v1/rft/runs/{id}/progress")).await;
@@ -326,11 +440,17 @@ async fn traces_follow_the_run_and_page_by_cursor() {
     assert_eq!(s, 200);
     assert_eq!(page1["items"].as_array().unwrap().len(), 10);
     let cursor = page1["next_cursor"].as_str().unwrap().to_string();
-    let (_, page3) = c.get(&format!("/api/v1/traces?run_id={id}&limit=10&cursor={cursor}")).await;
+    let (_, page3) = c
+        .get(&format!(
+            "/api/v1/traces?run_id={id}&limit=10&cursor={cursor}"
+        ))
+        .await;
     let mut n = 10 + page3["items"].as_array().unwrap().len();
     let mut next = page3["next_cursor"].as_str().map(str::to_string);
     while let Some(cur) = next {
-        let (_, p) = c.get(&format!("/api/v1/traces?run_id={id}&limit=10&cursor={cur}")).await;
+        let (_, p) = c
+            .get(&format!("/api/v1/traces?run_id={id}&limit=10&cursor={cur}"))
+            .await;
         n += p["items"].as_array().unwrap().len();
         next = p["next_cursor"].as_str().map(str::to_string);
     }
@@ -340,7 +460,10 @@ async fn traces_follow_the_run_and_page_by_cursor() {
     let (s, _) = c.get("/api/v1/traces?limit=101").await;
     assert_eq!(s, 400);
     let (s, v) = c.get("/api/v1/traces?cursor=garbage").await;
-    assert_eq!((s, v["error"]["code"].as_str()), (400, Some("invalid_cursor")));
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (400, Some("invalid_cursor"))
+    );
     let tid = first["trace_id"].as_str().unwrap();
     let (_, t) = c.get(&format!("/api/v1/traces/{tid}")).await;
     assert_eq!(&t, first);
@@ -361,10 +484,15 @@ async fn traces_follow_the_run_and_page_by_cursor() {
     assert_eq!(runs["items"][0]["run_id"], format!("{id}-eval"));
     assert_eq!(runs["items"][0]["context"]["run_type"], "eval");
     let (_, r) = c.get(&format!("/api/v1/runs/{id}")).await;
-    assert_eq!((r["step_count"].as_u64(), r["trace_count"].as_u64()), (Some(6), Some(24)));
+    assert_eq!(
+        (r["step_count"].as_u64(), r["trace_count"].as_u64()),
+        (Some(6), Some(24))
+    );
     let (_, steps) = c.get(&format!("/api/v1/runs/{id}/steps")).await;
     assert_eq!(steps["items"].as_array().unwrap().len(), 6);
-    let (_, eps) = c.get(&format!("/api/v1/episodes?run_id={id}&run_step=2")).await;
+    let (_, eps) = c
+        .get(&format!("/api/v1/episodes?run_id={id}&run_step=2"))
+        .await;
     let eps = eps["items"].as_array().unwrap();
     assert_eq!(eps.len(), 2);
     let eid = eps[0]["episode_id"].as_str().unwrap();
@@ -373,9 +501,15 @@ async fn traces_follow_the_run_and_page_by_cursor() {
     let (_, et) = c.get(&format!("/api/v1/episodes/{eid}/traces")).await;
     assert_eq!(et["items"].as_array().unwrap().len(), 2);
     let (s, v) = c.get("/api/v1/traces/nope").await;
-    assert_eq!((s, v["error"]["code"].as_str()), (404, Some("trace_not_found")));
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (404, Some("trace_not_found"))
+    );
     let (s, v) = c.get("/api/v1/runs/nope").await;
-    assert_eq!((s, v["error"]["code"].as_str()), (404, Some("run_not_found")));
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (404, Some("run_not_found"))
+    );
 }
 
 #[tokio::test]
@@ -401,10 +535,15 @@ async fn a_seeded_large_trace_run_streams_its_bytes_without_storing_them() {
     .await
     .unwrap();
     let c = Client::new(&sb, 0);
-    let (_, list) = c.get("/api/v1/traces?run_id=cbigtraces000000000000001&limit=100").await;
+    let (_, list) = c
+        .get("/api/v1/traces?run_id=cbigtraces000000000000001&limit=100")
+        .await;
     let items = list["items"].as_array().unwrap();
     assert_eq!(items.len(), 8);
-    let sum: u64 = items.iter().map(|t| t["size_bytes"].as_u64().unwrap()).sum();
+    let sum: u64 = items
+        .iter()
+        .map(|t| t["size_bytes"].as_u64().unwrap())
+        .sum();
     assert_eq!(sum, total);
     let tid = items[0]["trace_id"].as_str().unwrap();
     let mut resp = c
@@ -444,13 +583,26 @@ async fn inspection_never_shows_secret_values_or_the_token() {
     let id = v["runId"].as_str().unwrap();
     let (_, all) = c.get("/_sandbox/runs").await;
     let (_, run) = c.get(&format!("/api/v1/rft/runs/{id}")).await;
-    for text in [all.to_string(), run.to_string(), format!("{:?}", sb.request_log())] {
-        for secret in ["WANDB-SECRET-VALUE", "HF-SECRET-VALUE", "SENTINEL-TOKEN-VALUE"] {
+    for text in [
+        all.to_string(),
+        run.to_string(),
+        format!("{:?}", sb.request_log()),
+    ] {
+        for secret in [
+            "WANDB-SECRET-VALUE",
+            "HF-SECRET-VALUE",
+            "SENTINEL-TOKEN-VALUE",
+        ] {
             assert!(!text.contains(secret), "{secret} leaked");
         }
     }
-    assert_eq!(all["runs"][0]["secretsProvided"], json!(["wandbApiKey", "hfToken"]));
-    let (_, clock) = c.post("/_sandbox/clock/advance", json!({"seconds": 8})).await;
+    assert_eq!(
+        all["runs"][0]["secretsProvided"],
+        json!(["wandbApiKey", "hfToken"])
+    );
+    let (_, clock) = c
+        .post("/_sandbox/clock/advance", json!({"seconds": 8}))
+        .await;
     assert_eq!(clock["mode"], "manual");
     assert_eq!(c.status(id).await, "RUNNING");
 }

@@ -53,8 +53,13 @@ async fn status_fault_answers_with_retry_after_then_runs_out() {
         ..FaultRule::new("/api/v1/traces", FaultEffect::Status)
     });
     let (s, v) = c.get("/api/v1/traces").await;
-    assert_eq!((s, v["error"]["code"].as_str()), (429, Some("injected_fault")));
-    let (s, _) = c.send(reqwest::Method::DELETE, "/_sandbox/faults", None).await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (429, Some("injected_fault"))
+    );
+    let (s, _) = c
+        .send(reqwest::Method::DELETE, "/_sandbox/faults", None)
+        .await;
     assert_eq!(s, 200);
     assert!(sb.faults().is_empty());
 }
@@ -79,7 +84,10 @@ async fn delay_waits_before_handling() {
         delay_ms: Some(1500),
         ..FaultRule::new(CREATE, FaultEffect::Delay)
     });
-    let quick = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
+    let quick = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
     let err = quick
         .post(format!("{}{CREATE}", c.base))
         .bearer_auth(&c.key)
@@ -100,7 +108,10 @@ async fn delay_after_commit_creates_the_run_before_answering() {
         times: Some(1),
         ..FaultRule::new(CREATE, FaultEffect::DelayAfterCommit)
     });
-    let quick = reqwest::Client::builder().timeout(Duration::from_millis(400)).build().unwrap();
+    let quick = reqwest::Client::builder()
+        .timeout(Duration::from_millis(400))
+        .build()
+        .unwrap();
     let err = quick
         .post(format!("{}{CREATE}", c.base))
         .bearer_auth(&c.key)
@@ -109,7 +120,11 @@ async fn delay_after_commit_creates_the_run_before_answering() {
         .await
         .unwrap_err();
     assert!(err.is_timeout());
-    assert_eq!(run_count(&c).await, 1, "the run exists although the client timed out");
+    assert_eq!(
+        run_count(&c).await,
+        1,
+        "the run exists although the client timed out"
+    );
     assert_eq!(sb.create_requests(), 1);
 }
 
@@ -169,7 +184,11 @@ async fn cut_body_sends_half_and_closes() {
         .await
         .expect("headers arrive");
     assert_eq!(resp.status(), 200);
-    assert_eq!(resp.content_length(), Some(size), "the full length is announced");
+    assert_eq!(
+        resp.content_length(),
+        Some(size),
+        "the full length is announced"
+    );
     let mut got = 0usize;
     let err = loop {
         match resp.chunk().await {
@@ -178,13 +197,22 @@ async fn cut_body_sends_half_and_closes() {
             Err(e) => break e,
         }
     };
-    assert!(err.is_body() || err.is_decode() || err.is_request(), "{err}");
+    assert!(
+        err.is_body() || err.is_decode() || err.is_request(),
+        "{err}"
+    );
     assert_eq!(got as u64, size / 2);
     // A JSON answer is cut the same way.
     sb.add_fault(FaultRule {
         times: Some(1),
         ..FaultRule::new("/api/v1/rft/runs", FaultEffect::CutBody)
     });
-    let r = c.http.get(format!("{}/api/v1/rft/runs", c.base)).bearer_auth(&c.key).send().await.unwrap();
+    let r = c
+        .http
+        .get(format!("{}/api/v1/rft/runs", c.base))
+        .bearer_auth(&c.key)
+        .send()
+        .await
+        .unwrap();
     assert!(r.json::<Value>().await.is_err());
 }

@@ -26,13 +26,17 @@ fn prime_binary() -> Option<PathBuf> {
             std::env::var_os("CI").is_none(),
             "CI is set but the prime CLI is missing: run scripts/setup-interop.sh and export FACTORY_MCP_INTEROP_DIR"
         );
-        eprintln!("skipping: prime CLI not found (set FACTORY_MCP_INTEROP_DIR; see scripts/setup-interop.sh)");
+        eprintln!(
+            "skipping: prime CLI not found (set FACTORY_MCP_INTEROP_DIR; see scripts/setup-interop.sh)"
+        );
     }
     found
 }
 
 fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 struct Prime {
@@ -89,10 +93,11 @@ impl Prime {
     }
 
     async fn run(&self, args: &[&str]) -> Ran {
-        let out: Output = tokio::time::timeout(Duration::from_secs(120), self.command(args).output())
-            .await
-            .unwrap_or_else(|_| panic!("prime {args:?} took over 120 s"))
-            .expect("prime runs");
+        let out: Output =
+            tokio::time::timeout(Duration::from_secs(120), self.command(args).output())
+                .await
+                .unwrap_or_else(|_| panic!("prime {args:?} took over 120 s"))
+                .expect("prime runs");
         let ran = Ran {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -104,14 +109,20 @@ impl Prime {
 
     async fn ok(&self, args: &[&str]) -> Ran {
         let r = self.run(args).await;
-        assert_eq!(r.code, 0, "prime {args:?} failed\nstdout: {}\nstderr: {}", r.stdout, r.stderr);
+        assert_eq!(
+            r.code, 0,
+            "prime {args:?} failed\nstdout: {}\nstderr: {}",
+            r.stdout, r.stderr
+        );
         r
     }
 }
 
 /// Python `str(datetime)` of a wire timestamp, as `train … -o json` prints it.
 fn py_datetime(wire: &Value) -> Value {
-    let Some(s) = wire.as_str() else { return Value::Null };
+    let Some(s) = wire.as_str() else {
+        return Value::Null;
+    };
     let t = chrono::DateTime::parse_from_rfc3339(s).expect("wire datetime");
     let micros = t.timestamp_subsec_micros();
     let base = t.format("%Y-%m-%d %H:%M:%S").to_string();
@@ -123,7 +134,12 @@ fn py_datetime(wire: &Value) -> Value {
 }
 
 fn api_logs(v: &Value) -> Vec<String> {
-    v["logs"].as_str().unwrap_or("").lines().map(str::to_string).collect()
+    v["logs"]
+        .as_str()
+        .unwrap_or("")
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// What the CLI shows for a log line: the `message` of a JSON record, else the line itself.
@@ -138,7 +154,11 @@ fn shown(line: &str) -> Option<String> {
 /// Advances the manual clock whenever the CLI is waiting for a new volume.
 async fn advance_while_volume_waits(sb: &SandboxHandle) {
     for _ in 0..600 {
-        if sb.request_log().iter().any(|r| r.method == "POST" && r.path == "/api/v1/training/volumes") {
+        if sb
+            .request_log()
+            .iter()
+            .any(|r| r.method == "POST" && r.path == "/api/v1/training/volumes")
+        {
             sb.advance(Duration::from_secs(10));
             return;
         }
@@ -165,25 +185,52 @@ async fn the_official_cli_works_against_the_sandbox() {
     let (_, wire_teams) = api.get("/api/v1/user/teams?offset=0&limit=100").await;
     assert_eq!(teams["teams"], wire_teams["data"]);
     assert_eq!(teams["total_count"], 2);
-    assert_eq!((teams["offset"].as_u64(), teams["limit"].as_u64()), (Some(0), Some(100)));
+    assert_eq!(
+        (teams["offset"].as_u64(), teams["limit"].as_u64()),
+        (Some(0), Some(100))
+    );
 
     for p in [&personal, &team] {
         let who = p.ok(&["whoami"]).await;
-        assert!(who.stdout.contains(ALICE_USER_ID) && who.stdout.contains("Alice Sandbox"), "{}", who.stdout);
-        assert!(who.stdout.contains(if p.team.is_some() { "Team" } else { "Personal" }));
-        let cfg: Value = serde_json::from_slice(&std::fs::read(p.home.path().join(".prime/config.json")).unwrap()).unwrap();
+        assert!(
+            who.stdout.contains(ALICE_USER_ID) && who.stdout.contains("Alice Sandbox"),
+            "{}",
+            who.stdout
+        );
+        assert!(
+            who.stdout
+                .contains(if p.team.is_some() { "Team" } else { "Personal" })
+        );
+        let cfg: Value = serde_json::from_slice(
+            &std::fs::read(p.home.path().join(".prime/config.json")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(cfg["user_id"], ALICE_USER_ID, "whoami stored the user id");
     }
-    assert!(sb.request_log().iter().any(|r| r.path == "/api/v1/user/whoami"
-        && r.query.as_deref() == Some(&format!("teamId={TEAM_ALPHA_ID}"))));
+    assert!(
+        sb.request_log()
+            .iter()
+            .any(|r| r.path == "/api/v1/user/whoami"
+                && r.query.as_deref() == Some(&format!("teamId={TEAM_ALPHA_ID}")))
+    );
 
     let models = team.ok(&["train", "models", "-o", "json"]).await.json();
     let (_, wire_models) = api.get("/api/v1/training/available-fft-models").await;
     let names = |v: &Value, k: &str| -> Vec<String> {
-        v[k].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap().to_string()).collect()
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_string())
+            .collect()
     };
-    assert_eq!(names(&models, "available_fft_models"), names(&wire_models, "models"));
-    assert_eq!(models["available_fft_models"][0]["clusters"][0]["cluster_id"], wire_models["models"][0]["clusters"][0]["clusterId"]);
+    assert_eq!(
+        names(&models, "available_fft_models"),
+        names(&wire_models, "models")
+    );
+    assert_eq!(
+        models["available_fft_models"][0]["clusters"][0]["cluster_id"],
+        wire_models["models"][0]["clusters"][0]["clusterId"]
+    );
     let od = models["on_demand"].as_array().unwrap();
     assert_eq!(od.len(), 3);
     for (cli, wire) in od.iter().zip(wire_models["onDemand"].as_array().unwrap()) {
@@ -194,126 +241,242 @@ async fn the_official_cli_works_against_the_sandbox() {
     assert_eq!(models["on_demand_beta_access"], true);
 
     let gpus = personal.ok(&["train", "gpus", "-o", "json"]).await.json();
-    assert_eq!(gpus, json!({"gpuTypes": ["H100_80GB", "H200_141GB", "B200_180GB"]}));
+    assert_eq!(
+        gpus,
+        json!({"gpuTypes": ["H100_80GB", "H200_141GB", "B200_180GB"]})
+    );
 
     // ---- dispatch -----------------------------------------------------------------------
     let rl = example("reverse-text_rl.toml");
-    let dispatched = personal.ok(&["train", "run", rl.to_str().unwrap(), "--yes", "-o", "json"]).await;
+    let dispatched = personal
+        .ok(&["train", "run", rl.to_str().unwrap(), "--yes", "-o", "json"])
+        .await;
     let out = dispatched.json();
     let run_id = out["run"]["runId"].as_str().expect("runId").to_string();
-    assert!(!dispatched.stdout.contains(TOKEN_SENTINEL) && !dispatched.stderr.contains(TOKEN_SENTINEL));
-    let held = sb.run(&run_id).expect("the sandbox holds the dispatched run");
+    assert!(
+        !dispatched.stdout.contains(TOKEN_SENTINEL) && !dispatched.stderr.contains(TOKEN_SENTINEL)
+    );
+    let held = sb
+        .run(&run_id)
+        .expect("the sandbox holds the dispatched run");
     assert_eq!(held["run"]["userId"], ALICE_USER_ID);
     assert_eq!(held["run"]["teamId"], Value::Null);
-    assert_eq!(held["run"]["baseModel"], "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT");
+    assert_eq!(
+        held["run"]["baseModel"],
+        "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
+    );
     assert_eq!(held["run"]["maxSteps"], 20);
-    assert_eq!(held["createBody"]["config"]["orchestrator"]["batch_size"], 128);
+    assert_eq!(
+        held["createBody"]["config"]["orchestrator"]["batch_size"],
+        128
+    );
     assert_eq!(out["run"]["onDemand"], true);
     assert_eq!(out["run"]["gpuType"], held["gpuType"]);
     assert_eq!(out["run"]["pricePerGpuHour"], 2.49);
     assert_eq!(sb.create_requests(), 1);
-    assert!(sb.request_log().iter().any(|r| r.path == "/api/v1/training/runs/prepare"));
+    assert!(
+        sb.request_log()
+            .iter()
+            .any(|r| r.path == "/api/v1/training/runs/prepare")
+    );
 
     // With a team, and a volume the CLI creates and waits for.
-    let vol_args = ["train", "run", rl.to_str().unwrap(), "--volume", "sbx-vol", "--yes", "-o", "json"];
-    let (dispatch, ()) = tokio::join!(
-        team.run(&vol_args),
-        advance_while_volume_waits(&sb),
-    );
+    let vol_args = [
+        "train",
+        "run",
+        rl.to_str().unwrap(),
+        "--volume",
+        "sbx-vol",
+        "--yes",
+        "-o",
+        "json",
+    ];
+    let (dispatch, ()) = tokio::join!(team.run(&vol_args), advance_while_volume_waits(&sb),);
     assert_eq!(dispatch.code, 0, "{} {}", dispatch.stdout, dispatch.stderr);
-    let team_run = dispatch.json()["run"]["runId"].as_str().unwrap().to_string();
+    let team_run = dispatch.json()["run"]["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let held_team = sb.run(&team_run).unwrap();
     assert_eq!(held_team["run"]["teamId"], TEAM_ALPHA_ID);
     assert_eq!(held_team["run"]["volumeName"], "sbx-vol");
-    assert!(dispatch.stderr.contains("creating it"), "{}", dispatch.stderr);
+    assert!(
+        dispatch.stderr.contains("creating it"),
+        "{}",
+        dispatch.stderr
+    );
 
     // ---- list / get ---------------------------------------------------------------------
     let list = personal.ok(&["train", "list", "-o", "json"]).await.json();
-    assert_eq!((list["total"].as_u64(), list["page"].as_u64(), list["per_page"].as_u64()), (Some(1), Some(1), Some(20)));
+    assert_eq!(
+        (
+            list["total"].as_u64(),
+            list["page"].as_u64(),
+            list["per_page"].as_u64()
+        ),
+        (Some(1), Some(1), Some(20))
+    );
     assert_eq!(list["runs"][0]["id"], run_id.as_str());
     let team_list = team.ok(&["train", "list", "-o", "json"]).await.json();
-    let ids: Vec<&str> = team_list["runs"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, vec![team_run.as_str()], "the team list holds the team's run only");
+    let ids: Vec<&str> = team_list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![team_run.as_str()],
+        "the team list holds the team's run only"
+    );
 
     // Make the personal run RUNNING with a few steps (5 s to start, 2 s per step).
     sb.advance(Duration::from_secs(5 + 2 * 6));
-    let got = personal.ok(&["train", "get", &run_id, "-o", "json"]).await.json();
+    let steps = sb.run(&run_id).unwrap()["steps"].as_u64().unwrap();
+    assert!(steps >= 6, "{steps}");
+    let got = personal
+        .ok(&["train", "get", &run_id, "-o", "json"])
+        .await
+        .json();
     let (_, wire) = api.get(&format!("/api/v1/rft/runs/{run_id}")).await;
     let (g, w) = (&got["run"], &wire["run"]);
     assert_eq!(g["status"], "RUNNING");
     for (snake, camel) in [
-        ("id", "id"), ("name", "name"), ("user_id", "userId"), ("team_id", "teamId"),
-        ("prime_cluster_id", "primeClusterId"), ("status", "status"), ("kind", "kind"),
-        ("max_steps", "maxSteps"), ("seq_len", "seqLen"), ("batch_size", "batchSize"),
-        ("base_model", "baseModel"), ("loss", "loss"), ("gpu_count", "gpuCount"),
-        ("run_config", "runConfig"), ("environments", "environments"),
-        ("wandb_project", "wandbProject"), ("learning_rate", "learningRate"),
+        ("id", "id"),
+        ("name", "name"),
+        ("user_id", "userId"),
+        ("team_id", "teamId"),
+        ("prime_cluster_id", "primeClusterId"),
+        ("status", "status"),
+        ("kind", "kind"),
+        ("max_steps", "maxSteps"),
+        ("seq_len", "seqLen"),
+        ("batch_size", "batchSize"),
+        ("base_model", "baseModel"),
+        ("loss", "loss"),
+        ("gpu_count", "gpuCount"),
+        ("run_config", "runConfig"),
+        ("environments", "environments"),
+        ("wandb_project", "wandbProject"),
+        ("learning_rate", "learningRate"),
     ] {
         assert_eq!(g[snake], w[camel], "{snake}");
     }
-    for (snake, camel) in [("created_at", "createdAt"), ("updated_at", "updatedAt"), ("started_at", "startedAt")] {
+    for (snake, camel) in [
+        ("created_at", "createdAt"),
+        ("updated_at", "updatedAt"),
+        ("started_at", "startedAt"),
+    ] {
         assert_eq!(g[snake], py_datetime(&w[camel]), "{snake}");
     }
-    let missing = personal.run(&["train", "get", "cnosuchrun0000000000000000", "-o", "json"]).await;
+    let missing = personal
+        .run(&["train", "get", "cnosuchrun0000000000000000", "-o", "json"])
+        .await;
     assert_eq!(missing.code, 1);
-    assert!(missing.stdout.contains("HTTP 404: Run cnosuchrun0000000000000000 not found"), "{}", missing.stdout);
+    assert!(
+        missing
+            .stdout
+            .contains("HTTP 404: Run cnosuchrun0000000000000000 not found"),
+        "{}",
+        missing.stdout
+    );
 
     // ---- monitoring ---------------------------------------------------------------------
     let logs = personal.ok(&["train", "logs", &run_id]).await;
-    let (_, wire_logs) = api.get(&format!("/api/v1/rft/runs/{run_id}/logs?tail_lines=1000")).await;
+    let (_, wire_logs) = api
+        .get(&format!("/api/v1/rft/runs/{run_id}/logs?tail_lines=1000"))
+        .await;
     let lines = api_logs(&wire_logs);
     assert!(lines.len() > 6);
     assert!(!logs.stdout.contains("has not started yet"));
     for line in &lines {
         if let Some(text) = shown(line) {
-            assert!(logs.stdout.contains(&text), "missing {text:?} in\n{}", logs.stdout);
+            assert!(
+                logs.stdout.contains(&text),
+                "missing {text:?} in\n{}",
+                logs.stdout
+            );
         }
     }
-    assert!(logs.stdout.contains("WARNING") && logs.stdout.contains("Step 6 | reward"));
+    assert!(
+        logs.stdout.contains("WARNING") && logs.stdout.contains(&format!("Step {steps} | reward"))
+    );
 
-    let tail = personal.ok(&["train", "logs", &run_id, "-c", "trainer", "--tail", "5"]).await;
-    let (_, wire_tail) = api.get(&format!("/api/v1/rft/runs/{run_id}/logs?tail_lines=5&component=trainer")).await;
-    let (_, wire_more) = api.get(&format!("/api/v1/rft/runs/{run_id}/logs?tail_lines=6&component=trainer")).await;
+    let tail = personal
+        .ok(&["train", "logs", &run_id, "-c", "trainer", "--tail", "5"])
+        .await;
+    let (_, wire_tail) = api
+        .get(&format!(
+            "/api/v1/rft/runs/{run_id}/logs?tail_lines=5&component=trainer"
+        ))
+        .await;
+    let (_, wire_more) = api
+        .get(&format!(
+            "/api/v1/rft/runs/{run_id}/logs?tail_lines=6&component=trainer"
+        ))
+        .await;
     let tail_lines = api_logs(&wire_tail);
     assert_eq!(tail_lines.len(), 5);
     for line in &tail_lines {
         assert!(tail.stdout.contains(&shown(line).unwrap()), "{line}");
     }
     let sixth = shown(&api_logs(&wire_more)[0]).unwrap();
-    assert!(!tail.stdout.contains(&sixth), "only the last five lines: {sixth}");
+    assert!(
+        !tail.stdout.contains(&sixth),
+        "only the last five lines: {sixth}"
+    );
     assert!(sb.request_log().iter().any(|r| r.path.ends_with("/logs")
         && r.query.as_deref() == Some("tail_lines=5&component=trainer")));
 
     let metrics = personal.ok(&["train", "metrics", &run_id]).await.json();
     let (_, wire_metrics) = api.get(&format!("/api/v1/rft/runs/{run_id}/metrics")).await;
     assert_eq!(metrics, wire_metrics);
-    assert_eq!(metrics["metrics"].as_array().unwrap().len(), 6);
+    assert_eq!(metrics["metrics"].as_array().unwrap().len() as u64, steps);
 
     let progress = personal.ok(&["train", "progress", &run_id]).await.json();
-    let (_, wp) = api.get(&format!("/api/v1/rft/runs/{run_id}/progress")).await;
-    assert_eq!(progress, json!({
-        "latest_step": wp["latestStep"], "steps_with_samples": wp["stepsWithSamples"],
-        "steps_with_distributions": wp["stepsWithDistributions"], "last_updated_at": wp["lastUpdatedAt"],
-    }));
-    assert_eq!(progress["latest_step"], 6);
+    let (_, wp) = api
+        .get(&format!("/api/v1/rft/runs/{run_id}/progress"))
+        .await;
+    assert_eq!(
+        progress,
+        json!({
+            "latest_step": wp["latestStep"], "steps_with_samples": wp["stepsWithSamples"],
+            "steps_with_distributions": wp["stepsWithDistributions"], "last_updated_at": wp["lastUpdatedAt"],
+        })
+    );
+    assert_eq!(progress["latest_step"], steps);
 
-    let cks = personal.ok(&["train", "checkpoints", &run_id, "-o", "json"]).await.json();
-    let (_, wc) = api.get(&format!("/api/v1/rft/runs/{run_id}/checkpoints")).await;
+    let cks = personal
+        .ok(&["train", "checkpoints", &run_id, "-o", "json"])
+        .await
+        .json();
+    let (_, wc) = api
+        .get(&format!("/api/v1/rft/runs/{run_id}/checkpoints"))
+        .await;
     let wc = wc["checkpoints"].as_array().unwrap();
     let cks = cks["checkpoints"].as_array().unwrap();
     assert_eq!(cks.len(), wc.len());
     assert!(!cks.is_empty());
     for (c, w) in cks.iter().zip(wc) {
-        assert_eq!((&c["id"], &c["step"], &c["storage_url"], &c["status"]), (&w["id"], &w["step"], &w["storageUrl"], &w["status"]));
+        assert_eq!(
+            (&c["id"], &c["step"], &c["storage_url"], &c["status"]),
+            (&w["id"], &w["step"], &w["storageUrl"], &w["status"])
+        );
         assert_eq!(c["rft_run_id"], run_id.as_str());
         assert_eq!(c["created_at"], py_datetime(&w["createdAt"]));
     }
 
     let comps = personal.ok(&["train", "components", &run_id]).await;
-    let (_, es) = api.get(&format!("/api/v1/rft/runs/{run_id}/env-servers")).await;
+    let (_, es) = api
+        .get(&format!("/api/v1/rft/runs/{run_id}/env-servers"))
+        .await;
     assert_eq!(es["env_servers"][0]["env_name"], "reverse-text");
     for needle in ["orchestrator", "RUNNING", "env-server", "reverse-text"] {
-        assert!(comps.stdout.contains(needle), "{needle} missing in\n{}", comps.stdout);
+        assert!(
+            comps.stdout.contains(needle),
+            "{needle} missing in\n{}",
+            comps.stdout
+        );
     }
 
     // ---- traces -------------------------------------------------------------------------
@@ -321,10 +484,25 @@ async fn the_official_cli_works_against_the_sandbox() {
     let (_, wt) = api.get("/api/v1/traces?limit=20").await;
     let items = wt["items"].as_array().unwrap();
     assert_eq!(items.len(), 20);
-    assert!(tl.stdout.contains(items[0]["trace_id"].as_str().unwrap()), "{}", tl.stdout);
-    let tj = personal.ok(&["traces", "list", "--run-id", &run_id, "-o", "json"]).await.json();
-    let cli_ids: Vec<&str> = tj["items"].as_array().unwrap().iter().map(|t| t["trace_id"].as_str().unwrap()).collect();
-    let wire_ids: Vec<&str> = items.iter().map(|t| t["trace_id"].as_str().unwrap()).collect();
+    assert!(
+        tl.stdout.contains(items[0]["trace_id"].as_str().unwrap()),
+        "{}",
+        tl.stdout
+    );
+    let tj = personal
+        .ok(&["traces", "list", "--run-id", &run_id, "-o", "json"])
+        .await
+        .json();
+    let cli_ids: Vec<&str> = tj["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["trace_id"].as_str().unwrap())
+        .collect();
+    let wire_ids: Vec<&str> = items
+        .iter()
+        .map(|t| t["trace_id"].as_str().unwrap())
+        .collect();
     assert_eq!(cli_ids, wire_ids);
     assert_eq!(tj["next_cursor"], wt["next_cursor"]);
     let team_traces = team.ok(&["traces", "list"]).await;
@@ -332,7 +510,16 @@ async fn the_official_cli_works_against_the_sandbox() {
 
     let trace_id = wire_ids[0].to_string();
     let dest = personal.home.path().join("trace.json");
-    let got = personal.ok(&["traces", "get", &trace_id, "--raw", "--dest", dest.to_str().unwrap()]).await;
+    let got = personal
+        .ok(&[
+            "traces",
+            "get",
+            &trace_id,
+            "--raw",
+            "--dest",
+            dest.to_str().unwrap(),
+        ])
+        .await;
     let bytes = std::fs::read(&dest).expect("the CLI wrote the file");
     let raw = api
         .http
@@ -346,24 +533,70 @@ async fn the_official_cli_works_against_the_sandbox() {
         .unwrap();
     assert_eq!(bytes, raw.to_vec(), "byte-exact");
     assert_eq!(bytes.len() as u64, items[0]["size_bytes"].as_u64().unwrap());
-    assert!(got.stdout.contains(&format!("Wrote {} bytes", bytes.len())), "{}", got.stdout);
+    assert!(
+        got.stdout.contains(&format!("Wrote {} bytes", bytes.len())),
+        "{}",
+        got.stdout
+    );
 
     // ---- volumes ------------------------------------------------------------------------
     let vols = team.ok(&["volumes", "list", "-o", "json"]).await.json();
-    let (_, wv) = api.get(&format!("/api/v1/training/volumes?teamId={TEAM_ALPHA_ID}")).await;
+    let (_, wv) = api
+        .get(&format!("/api/v1/training/volumes?teamId={TEAM_ALPHA_ID}"))
+        .await;
     assert_eq!(&vols, &wv["volumes"], "a bare array of the wire volumes");
     assert_eq!(vols[0]["name"], "sbx-vol");
     assert_eq!(vols[0]["status"], "RUNNING");
     assert_eq!(vols[0]["size"], "5Ti");
     let none = personal.ok(&["volumes", "list", "-o", "json"]).await.json();
-    assert_eq!(none, json!([]), "the team's volume is not in the personal account");
+    assert_eq!(
+        none,
+        json!([]),
+        "the team's volume is not in the personal account"
+    );
 
     // ---- stop ---------------------------------------------------------------------------
     let stop = personal.ok(&["train", "stop", &run_id, "--force"]).await;
-    assert!(stop.stdout.contains(&format!("Run {run_id} stopped successfully")), "{}", stop.stdout);
+    assert!(
+        stop.stdout
+            .contains(&format!("Run {run_id} stopped successfully")),
+        "{}",
+        stop.stdout
+    );
     assert_eq!(sb.run(&run_id).unwrap()["run"]["status"], "STOPPED");
-    let again = personal.ok(&["train", "stop", &run_id, "--force"]).await;
-    assert!(again.stdout.contains("reached a terminal state before the stop completed"), "{}", again.stdout);
+    // Stopping a run that already finished exits 0 too: the output tells the difference.
+    let short = api.create(common::run_body("short", 1)).await;
+    sb.advance(Duration::from_secs(10));
+    let late = personal.ok(&["train", "stop", &short, "--force"]).await;
+    assert!(
+        late.stdout
+            .contains("reached a terminal state before the stop completed"),
+        "{}",
+        late.stdout
+    );
+    assert_eq!(sb.run(&short).unwrap()["run"]["status"], "COMPLETED");
+
+    // An SFT config (with online eval) dispatches as `mode: "sft"`; components lists its pods.
+    let sft = example("reverse-text_sft.toml");
+    let out = personal
+        .ok(&["train", "run", sft.to_str().unwrap(), "--yes", "-o", "json"])
+        .await
+        .json();
+    let sft_id = out["run"]["runId"].as_str().unwrap().to_string();
+    let held = sb.run(&sft_id).unwrap();
+    assert_eq!(
+        (&held["createBody"]["mode"], &held["run"]["loss"]),
+        (&json!("sft"), &json!("sft"))
+    );
+    sb.advance(Duration::from_secs(8));
+    let comps = personal.ok(&["train", "components", &sft_id]).await;
+    for needle in ["trainer", "orchestrator", "inference", "RUNNING"] {
+        assert!(
+            comps.stdout.contains(needle),
+            "{needle} missing in\n{}",
+            comps.stdout
+        );
+    }
 
     // No command, request log or inspection ever shows the per-run token.
     transcript.push_str(&format!("{:?}{:?}", sb.request_log(), sb.runs()));

@@ -169,9 +169,15 @@ fn platform_settings(
             s.api_key_source = SettingSource::Explicit;
             s
         }
-        None => factory_platform::resolve_from_process_env().map_err(|e| {
-            format!("{e} The server has no platform credentials: set PRIME_API_KEY (or run `prime login`) and restart it, or start it with --sandbox to try the tools on the simulator.")
-        })?,
+        None => {
+            const HOW: &str = "set PRIME_API_KEY (or run `prime login`) and restart the server, or start it with --sandbox to try the tools on the simulator";
+            let s = factory_platform::resolve_from_process_env()
+                .map_err(|e| format!("Platform settings are unusable: {e}. {HOW}."))?;
+            if s.api_key.is_none() {
+                return Err(format!("No platform API key is configured: {HOW}."));
+            }
+            s
+        }
     };
     let t = &policy.platform;
     settings.timeouts.request = std::time::Duration::from_secs(t.request_timeout_s);
@@ -210,7 +216,11 @@ pub fn platform_error(what: &str, e: &PlatformError) -> ToolError {
         _ if e.is_timeout() => " The platform did not answer in time: call again in a moment.",
         _ => "",
     };
-    ToolError::new(format!("Failed to {what}: {e}.{advice}"))
+    let detail = e.to_string();
+    ToolError::new(format!(
+        "Failed to {what}: {}.{advice}",
+        detail.trim_end_matches('.')
+    ))
 }
 
 /// Run ids are opaque platform handles; refuse anything that could change the request path.

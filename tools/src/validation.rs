@@ -10,13 +10,17 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use factory_config::{CheckerStatus, Finding, Mode, Options, Report, Severity, Source};
+use factory_config::{CheckerStatus, Finding, Mode, Options, Severity, Source};
 use serde_json::Value as Json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 pub use factory_config::account::{AccountFacts, apply as apply_account_facts};
-pub use factory_config::{SyntaxError, parse};
+pub use factory_config::{
+    CheckerRun, CheckerStatus as Status, Finding as ValidationFinding, Mode as ConfigMode,
+    Report, SCHEMA_COMMIT, Severity as FindingSeverity, Source as FindingSource, SyntaxError,
+    parse,
+};
 
 /// The most output read from a checker (stdout and stderr each).
 const OUTPUT_LIMIT: u64 = 1 << 20;

@@ -47,13 +47,22 @@ pub fn team_client(server: &MockServer) -> PlatformClient {
 /// The one request the server received (fails if there were more or none).
 pub async fn single_request(server: &MockServer) -> Request {
     let mut reqs = server.received_requests().await.expect("recording on");
-    assert_eq!(reqs.len(), 1, "expected exactly one request, got {}", reqs.len());
+    assert_eq!(
+        reqs.len(),
+        1,
+        "expected exactly one request, got {}",
+        reqs.len()
+    );
     reqs.remove(0)
 }
 
 /// Number of requests received.
 pub async fn request_count(server: &MockServer) -> usize {
-    server.received_requests().await.expect("recording on").len()
+    server
+        .received_requests()
+        .await
+        .expect("recording on")
+        .len()
 }
 
 /// The query pairs exactly (as a multiset): nothing missing, nothing extra.
@@ -67,7 +76,12 @@ pub fn assert_query(req: &Request, expected: &[(&str, &str)]) {
     want.sort();
     assert_eq!(got, want, "query of {} {}", req.method, req.url);
     if expected.is_empty() {
-        assert_eq!(req.url.query(), None, "no query string expected: {}", req.url);
+        assert_eq!(
+            req.url.query(),
+            None,
+            "no query string expected: {}",
+            req.url
+        );
     }
 }
 
@@ -79,7 +93,11 @@ pub fn assert_body(req: &Request, expected: Value) {
 
 /// No body at all.
 pub fn assert_no_body(req: &Request) {
-    assert!(req.body.is_empty(), "unexpected body: {:?}", String::from_utf8_lossy(&req.body));
+    assert!(
+        req.body.is_empty(),
+        "unexpected body: {:?}",
+        String::from_utf8_lossy(&req.body)
+    );
 }
 
 fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
@@ -89,9 +107,15 @@ fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
 /// Headers every platform request carries (§1): Bearer key, JSON content type, our UA, and
 /// no team header.
 pub fn assert_platform_headers(req: &Request) {
-    assert_eq!(header(req, "authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        header(req, "authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     assert_eq!(header(req, "content-type"), Some("application/json"));
-    assert_eq!(header(req, "user-agent"), Some(factory_platform::USER_AGENT));
+    assert_eq!(
+        header(req, "user-agent"),
+        Some(factory_platform::USER_AGENT)
+    );
     assert!(factory_platform::USER_AGENT.starts_with("factory-mcp/"));
     assert_eq!(header(req, "x-prime-team-id"), None);
 }
@@ -99,9 +123,15 @@ pub fn assert_platform_headers(req: &Request) {
 /// Headers of a traces read (§9): Bearer key, our UA, no Content-Type; the team header only
 /// when a team is given.
 pub fn assert_traces_headers(req: &Request, team: Option<&str>) {
-    assert_eq!(header(req, "authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        header(req, "authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     assert_eq!(header(req, "content-type"), None);
-    assert_eq!(header(req, "user-agent"), Some(factory_platform::USER_AGENT));
+    assert_eq!(
+        header(req, "user-agent"),
+        Some(factory_platform::USER_AGENT)
+    );
     assert_eq!(header(req, "x-prime-team-id"), team);
 }
 

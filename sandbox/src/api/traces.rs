@@ -275,9 +275,7 @@ async fn list_traces(State(st): S, headers: HeaderMap, Query(q): Query<Pairs>) -
                 .unwrap_or(f64::MIN)
                 .total_cmp(&a.summary.score.reward.unwrap_or(f64::MIN))
         }),
-        Some("duration_ms") => {
-            traces.sort_by_key(|t| std::cmp::Reverse(t.summary.duration_ms))
-        }
+        Some("duration_ms") => traces.sort_by_key(|t| std::cmp::Reverse(t.summary.duration_ms)),
         Some(other) => return bad_filter(format!("Unknown sort key '{other}'")),
     }
     page(

@@ -1,0 +1,180 @@
+//! Shared harness for end-to-end tests: a manual-clock sandbox in-process, the real
+//! `factory-mcp` binary started as a child process with a clean environment pointing at it,
+//! and an rmcp client speaking either protocol era.
+#![allow(dead_code)]
+
+use std::{path::PathBuf, time::Duration};
+
+use factory_sandbox::{Sandbox, SandboxHandle, SandboxOptions};
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt,
+    model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion},
+    service::RunningService,
+    transport::TokioChildProcess,
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// Which protocol era the client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2026-07-28: `server/discover`, stateless requests.
+    Modern,
+    /// 2025-11-25: the `initialize` handshake.
+    Legacy,
+}
+
+#[derive(Clone, Default)]
+pub struct PlainClient;
+
+impl ClientHandler for PlainClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("e2e-test", "0.0.1"))
+    }
+}
+
+pub type Client = RunningService<RoleClient, PlainClient>;
+
+/// A sandbox plus the scratch directories a server process needs.
+pub struct World {
+    pub sandbox: SandboxHandle,
+    pub home: TempDir,
+    pub workspace: TempDir,
+}
+
+impl World {
+    pub async fn new() -> World {
+        let sandbox = Sandbox::start(SandboxOptions::manual_clock())
+            .await
+            .expect("sandbox starts");
+        World {
+            sandbox,
+            home: tempfile::tempdir().expect("tempdir"),
+            workspace: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn key(&self, user: usize) -> String {
+        self.sandbox.api_key(user).expect("seeded user")
+    }
+
+    /// The environment of a server acting as seeded user `user`.
+    pub fn env(&self, user: usize) -> Vec<(String, String)> {
+        let home = self.home.path().display().to_string();
+        vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), home.clone()),
+            ("XDG_CONFIG_HOME".into(), format!("{home}/.config")),
+            ("XDG_STATE_HOME".into(), format!("{home}/.state")),
+            ("PRIME_API_BASE_URL".into(), self.sandbox.base_url()),
+            ("PRIME_TRACES_URL".into(), self.sandbox.base_url()),
+            ("PRIME_API_KEY".into(), self.key(user)),
+            ("FACTORY_MCP_LOG".into(), "debug".into()),
+        ]
+    }
+
+    pub fn advance(&self, secs: u64) {
+        self.sandbox.advance(Duration::from_secs(secs));
+    }
+
+    /// Create a run directly on the sandbox as `user` (as another client of the platform would).
+    pub async fn create_run(&self, user: usize, name: &str, max_steps: u32, team: Option<&str>) -> String {
+        let mut body = json!({
+            "config": {
+                "name": name,
+                "max_steps": max_steps,
+                "model": {"name": "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"},
+                "orchestrator": {"batch_size": 8, "eval": {"interval": 5}},
+                "trainer": {},
+                "inference": {}
+            },
+            "name": name,
+        });
+        if let Some(t) = team {
+            body["teamId"] = json!(t);
+        }
+        let resp = reqwest::Client::new()
+            .post(format!("{}/api/v1/training/runs", self.sandbox.base_url()))
+            .bearer_auth(self.key(user))
+            .json(&body)
+            .send()
+            .await
+            .expect("create request");
+        let status = resp.status();
+        let v: Value = resp.json().await.expect("json");
+        assert!(status.is_success(), "create failed: {status} {v}");
+        v["runId"].as_str().expect("runId").to_string()
+    }
+
+    /// Start `factory-mcp serve <args>` as `user` and connect a client of `era`.
+    pub async fn client(&self, user: usize, args: &[&str], era: Era) -> Client {
+        self.client_with_env(self.env(user), args, era).await
+    }
+
+    pub async fn client_with_env(&self, env: Vec<(String, String)>, args: &[&str], era: Era) -> Client {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_factory-mcp"));
+        cmd.arg("serve")
+            .arg("--workspace")
+            .arg(self.workspace.path())
+            .args(args)
+            .env_clear()
+            .envs(env)
+            .current_dir(self.workspace.path());
+        let (transport, _stderr) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn factory-mcp");
+        let client = match era {
+            Era::Legacy => PlainClient.serve(transport).await,
+            Era::Modern => {
+                PlainClient
+                    .serve_with_lifecycle(
+                        transport,
+                        ClientLifecycleMode::Discover {
+                            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                        },
+                    )
+                    .await
+            }
+        };
+        client.expect("client connects")
+    }
+
+    pub fn workspace_path(&self) -> PathBuf {
+        self.workspace.path().to_path_buf()
+    }
+}
+
+/// Call a tool; a protocol error panics (tests that expect one use `try_call`).
+pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+    try_call(client, name, args)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: protocol error {e}"))
+}
+
+pub async fn try_call(client: &Client, name: &str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
+    let Value::Object(map) = args else { panic!("arguments must be an object") };
+    client
+        .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(map))
+        .await
+}
+
+pub fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The structured result of a successful call.
+pub fn ok(r: &CallToolResult) -> Value {
+    assert_ne!(r.is_error, Some(true), "tool failed: {}", text(r));
+    r.structured_content.clone().expect("structured content")
+}
+
+/// The text of a failed call.
+pub fn err(r: &CallToolResult) -> String {
+    assert_eq!(r.is_error, Some(true), "expected isError, got: {}", text(r));
+    text(r)
+}

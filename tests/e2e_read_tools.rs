@@ -1,0 +1,210 @@
+//! The read and fetch tools end to end: the real binary, a real MCP client (rmcp, both protocol
+//! eras), and the sandbox as the platform.
+
+mod common;
+
+use common::{Era, World, call, err, ok, text, try_call};
+use serde_json::{Value, json};
+
+/// Let a freshly created run reach RUNNING and complete some steps (manual clock).
+const RUNNING_WITH_STEPS_S: u64 = 30;
+
+#[tokio::test]
+async fn every_read_tool_answers_for_a_running_run_in_both_eras() {
+    for era in [Era::Modern, Era::Legacy] {
+        let w = World::new().await;
+        let run = w.create_run(0, "e2e-read", 40, None).await;
+        w.advance(RUNNING_WITH_STEPS_S);
+        let c = w.client(0, &[], era).await;
+
+        let who = ok(&call(&c, "whoami", json!({})).await);
+        assert_eq!(who["user"]["name"], "Alice Sandbox");
+        let key = w.key(0);
+        let masked = who["api_key"].as_str().unwrap();
+        assert!(masked.ends_with(&key[key.len() - 4..]), "{masked}");
+        assert!(!text(&call(&c, "whoami", json!({})).await).contains(&key), "full key leaked");
+        assert!(masked.chars().filter(|c| c.is_ascii_alphanumeric()).count() <= 4, "{masked}");
+        assert_eq!(who["team"], Value::Null);
+
+        let teams = ok(&call(&c, "list_teams", json!({})).await);
+        assert_eq!(teams["total"], 2);
+
+        let models = ok(&call(&c, "list_models", json!({})).await);
+        assert!(models["models"].as_array().unwrap().len() >= 3);
+        let gpus = ok(&call(&c, "list_gpus", json!({})).await);
+        assert!(gpus["gpus"].as_array().unwrap().iter().any(|g| g["price_per_gpu_hour"].is_number()));
+
+        let runs = ok(&call(&c, "list_runs", json!({})).await);
+        assert!(runs["runs"].as_array().unwrap().iter().any(|r| r["id"] == run.as_str()));
+        let running = ok(&call(&c, "list_runs", json!({"status": "RUNNING"})).await);
+        assert_eq!(running["runs"][0]["id"], run.as_str());
+        let completed = ok(&call(&c, "list_runs", json!({"status": "COMPLETED"})).await);
+        assert_eq!(completed["runs"], json!([]));
+        assert!(completed["scanned"].as_u64().unwrap() >= 1);
+
+        let got = ok(&call(&c, "get_run", json!({"run_id": run})).await);
+        assert_eq!(got["run"]["id"], run.as_str());
+        assert_eq!(got["run"]["status"], "RUNNING");
+        assert!(got["run"]["dashboard_url"].as_str().unwrap().ends_with(&run));
+
+        let comps = ok(&call(&c, "get_components", json!({"run_id": run})).await);
+        assert_eq!(comps["components"][0]["component"], "orchestrator");
+
+        let logs = ok(&call(&c, "get_logs", json!({"run_id": run})).await);
+        assert_eq!(logs["state"], "ok");
+        assert!(logs["line_count"].as_u64().unwrap() > 0);
+        let tail = ok(&call(&c, "get_logs", json!({"run_id": run, "component": "trainer", "tail": 5})).await);
+        assert!(tail["line_count"].as_u64().unwrap() <= 5);
+        assert!(tail["line_count"].as_u64().unwrap() > 0);
+
+        let metrics = ok(&call(&c, "get_metrics", json!({"run_id": run})).await);
+        assert!(metrics["count"].as_u64().unwrap() > 0);
+        assert!(metrics["metrics"][0]["step"].is_number());
+
+        let progress = ok(&call(&c, "get_progress", json!({"run_id": run})).await);
+        assert!(progress["latest_step"].as_i64().unwrap() >= 5, "{progress}");
+
+        let ckpts = ok(&call(&c, "list_checkpoints", json!({"run_id": run})).await);
+        assert!(!ckpts["checkpoints"].as_array().unwrap().is_empty(), "{ckpts}");
+
+        let traces = ok(&call(&c, "list_traces", json!({"run_id": run, "limit": 5})).await);
+        assert_eq!(traces["traces"].as_array().unwrap().len(), 5);
+        assert!(traces["next_cursor"].is_string());
+        let next = ok(&call(&c, "list_traces", json!({"run_id": run, "limit": 5, "cursor": traces["next_cursor"]})).await);
+        assert_ne!(next["traces"][0]["trace_id"], traces["traces"][0]["trace_id"]);
+        let step1 = ok(&call(&c, "list_traces", json!({"run_id": run, "step": 1})).await);
+        assert!(!step1["traces"].as_array().unwrap().is_empty(), "{step1}");
+        let eval = ok(&call(&c, "list_traces", json!({"run_id": run, "kind": "eval"})).await);
+        assert!(!eval["traces"].as_array().unwrap().is_empty(), "{eval}");
+
+        c.cancel().await.unwrap();
+        w.sandbox.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn fetch_traces_writes_byte_exact_files_and_resumes() {
+    let w = World::new().await;
+    let run = w.create_run(0, "e2e-fetch", 10, None).await;
+    w.advance(RUNNING_WITH_STEPS_S);
+    let c = w.client(0, &[], Era::Modern).await;
+
+    let first = ok(&call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "traces", "step": 2})).await);
+    let listed = first["listed"].as_u64().unwrap();
+    assert!(listed > 0);
+    assert_eq!(first["downloaded"].as_u64().unwrap(), listed);
+    // Each file equals the raw document the platform serves, byte for byte.
+    let http = reqwest::Client::new();
+    for f in first["files"].as_array().unwrap() {
+        let id = f["trace_id"].as_str().unwrap();
+        let on_disk = std::fs::read(f["path"].as_str().unwrap()).unwrap();
+        let served = http
+            .get(format!("{}/api/v1/traces/{id}?raw=true", w.sandbox.base_url()))
+            .bearer_auth(w.key(0))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        assert_eq!(on_disk, served.to_vec(), "{id}");
+        assert!(f["path"].as_str().unwrap().starts_with(&w.workspace_path().canonicalize().unwrap().display().to_string()));
+    }
+    // A second call finds every file complete and downloads nothing.
+    let again = ok(&call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "traces", "step": 2})).await);
+    assert_eq!(again["downloaded"], 0);
+    assert_eq!(again["skipped"].as_u64().unwrap(), listed);
+    // No temporary file is left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(w.workspace.path().join("traces"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.file_name().to_string_lossy().ends_with(".json"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    let escape = err(&call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "../outside"})).await);
+    assert!(escape.contains("dest_dir"), "{escape}");
+    assert!(!w.workspace.path().parent().unwrap().join("outside").exists());
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_and_foreign_runs_are_clear_errors() {
+    let w = World::new().await;
+    let bobs = w.create_run(1, "bobs-run", 10, None).await;
+    let c = w.client(0, &[], Era::Modern).await;
+    let msg = err(&call(&c, "get_run", json!({"run_id": "cnope000000000000000000000"})).await);
+    assert!(msg.contains("cnope000000000000000000000") && msg.contains("list_runs"), "{msg}");
+    // Another user's run is invisible: the same answer as a run that does not exist.
+    let msg = err(&call(&c, "get_run", json!({"run_id": bobs})).await);
+    assert!(msg.contains("not found"), "{msg}");
+    let runs = ok(&call(&c, "list_runs", json!({})).await);
+    assert!(!runs["runs"].as_array().unwrap().iter().any(|r| r["id"] == bobs.as_str()));
+    let msg = err(&call(&c, "get_logs", json!({"run_id": "../../user/whoami"})).await);
+    assert!(msg.contains("not a valid run id"), "{msg}");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn logs_of_a_run_not_started_say_so_without_failing() {
+    let w = World::new().await;
+    let run = w.create_run(0, "e2e-queued", 10, None).await;
+    let c = w.client(0, &[], Era::Legacy).await;
+    let logs = ok(&call(&c, "get_logs", json!({"run_id": run})).await);
+    assert_eq!(logs["state"], "not_started");
+    assert!(logs["note"].as_str().unwrap().contains("RUNNING"));
+    let bad = err(&call(&c, "get_logs", json!({"run_id": run, "tail": 999999})).await);
+    assert!(bad.contains("between 1 and 5000"), "{bad}");
+    let bad = err(&call(&c, "get_logs", json!({"run_id": run, "component": "env-server"})).await);
+    assert!(bad.contains("`env`"), "{bad}");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn read_only_hides_tools_that_write_and_calling_one_is_a_protocol_error() {
+    let w = World::new().await;
+    let c = w.client(0, &["--read-only"], Era::Modern).await;
+    let names: Vec<String> = c.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"get_run".to_string()));
+    assert!(!names.contains(&"fetch_traces".to_string()), "{names:?}");
+    let r = try_call(&c, "fetch_traces", json!({"run_id": "x", "dest_dir": "d"})).await;
+    assert!(r.is_err(), "a hidden tool must be a protocol error, got {r:?}");
+    c.cancel().await.unwrap();
+
+    let c = w.client(0, &["--toolsets", "account"], Era::Legacy).await;
+    let names: Vec<String> = c.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, vec!["list_gpus", "list_models", "list_teams", "whoami"]);
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn credentials_problems_get_actionable_answers() {
+    let w = World::new().await;
+    // A key the platform refuses.
+    let mut env = w.env(0);
+    env.retain(|(k, _)| k != "PRIME_API_KEY");
+    env.push(("PRIME_API_KEY".into(), "not-a-valid-key-000000".into()));
+    let c = w.client_with_env(env.clone(), &[], Era::Modern).await;
+    let msg = err(&call(&c, "whoami", json!({})).await);
+    assert!(msg.contains("PRIME_API_KEY") || msg.contains("prime login"), "{msg}");
+    c.cancel().await.unwrap();
+    // No key at all: the server still starts, and tools say how to configure one.
+    env.retain(|(k, _)| k != "PRIME_API_KEY");
+    let c = w.client_with_env(env, &[], Era::Modern).await;
+    let msg = err(&call(&c, "list_runs", json!({})).await);
+    assert!(msg.contains("PRIME_API_KEY") && msg.contains("--sandbox"), "{msg}");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn tools_list_is_stable_and_small() {
+    let w = World::new().await;
+    let c = w.client(0, &[], Era::Modern).await;
+    let tools = c.list_all_tools().await.unwrap();
+    let value = serde_json::to_value(&tools).unwrap();
+    let bytes = serde_json::to_vec(&value).unwrap().len();
+    eprintln!("tools/list: {} tools, {bytes} bytes", tools.len());
+    assert!(bytes < 40_000, "tools/list grew to {bytes} bytes");
+    insta::assert_json_snapshot!("tools_list", value);
+    c.cancel().await.unwrap();
+}
