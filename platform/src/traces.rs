@@ -260,7 +260,10 @@ impl TracesClient<'_> {
         self.client.http.json(self.get(path)).await
     }
 
-    /// `GET /traces/{id}?raw=true`, streamed byte-exact to `dest` (see [`Self::download_raw`]).
+    /// `GET /traces/{id}?raw=true`, streamed byte-exact to `dest`: chunks go to a temporary
+    /// file in the destination's directory, which is fsynced and atomically renamed over `dest`.
+    /// Retried only until a 2xx arrives, never once bytes flow; a body cut short is
+    /// [`PlatformError::Truncated`] and leaves `dest` untouched. Returns the bytes written.
     pub async fn download_trace_raw(
         &self,
         trace_id: &str,
@@ -298,7 +301,8 @@ impl TracesClient<'_> {
         self.client.http.json(self.get(path)).await
     }
 
-    /// `GET /episodes/{id}?raw=true`, streamed to `dest`.
+    /// `GET /episodes/{id}?raw=true`, streamed to `dest` like
+    /// [`TracesClient::download_trace_raw`].
     pub async fn download_episode_raw(
         &self,
         episode_id: &str,
