@@ -30,17 +30,40 @@ pub fn check(report: &Report, facts: &AccountFacts) -> Vec<Finding> {
     {
         let mut hint = "`list_models` shows the models this team can train".to_string();
         if let Some(close) = models.iter().find(|m| m.eq_ignore_ascii_case(model)) {
-            hint = format!("Names are case-sensitive: did you mean {}? {hint}", show("name", close));
+            hint = format!(
+                "Names are case-sensitive: did you mean {}? {hint}",
+                show("name", close)
+            );
         }
-        out.push(Finding::error("model.name", format!("model {} is not trainable for this team", show("name", model))).hint(format!("{hint}.")).from_source(Source::Account));
+        out.push(
+            Finding::error(
+                "model.name",
+                format!(
+                    "model {} is not trainable for this team",
+                    show("name", model)
+                ),
+            )
+            .hint(format!("{hint}."))
+            .from_source(Source::Account),
+        );
     }
     if let (Some(types), Some(gpu)) = (&facts.gpu_types, &s.gpu_type)
         && !types.iter().any(|t| t == gpu)
     {
         out.push(
-            Finding::error("gpu_type", format!("gpu_type {} is not available", show("gpu_type", gpu)))
-                .hint(format!("Available: {}.", if types.is_empty() { "none".to_string() } else { types.join(", ") }))
-                .from_source(Source::Account),
+            Finding::error(
+                "gpu_type",
+                format!("gpu_type {} is not available", show("gpu_type", gpu)),
+            )
+            .hint(format!(
+                "Available: {}.",
+                if types.is_empty() {
+                    "none".to_string()
+                } else {
+                    types.join(", ")
+                }
+            ))
+            .from_source(Source::Account),
         );
     }
     if let (Some(volumes), Some(volume)) = (&facts.volumes, &s.volume)
@@ -77,7 +100,11 @@ pub fn schema_drift(platform_commit: &str) -> Option<Finding> {
         return None;
     }
     let safe = theirs.chars().all(|c| c.is_ascii_alphanumeric());
-    let shown = if safe { theirs.to_string() } else { "<not shown>".to_string() };
+    let shown = if safe {
+        theirs.to_string()
+    } else {
+        "<not shown>".to_string()
+    };
     Some(
         Finding::warning("", format!("the platform validates against prime-rl {shown}; these rules follow prime-rl {SCHEMA_COMMIT}"))
             .hint("Fields move between prime-rl commits without aliases: pin `image_tag` to an image built from the commit you wrote the config for, and trust the platform's verdict on keys that differ.")
@@ -90,6 +117,10 @@ pub fn apply(report: &mut Report, facts: &AccountFacts) {
     let findings = check(report, facts);
     let n = findings.len();
     report.extend(findings);
-    report.checker("account", crate::CheckerStatus::Ran, format!("{n} finding(s) from platform facts"));
+    report.checker(
+        "account",
+        crate::CheckerStatus::Ran,
+        format!("{n} finding(s) from platform facts"),
+    );
     report.finish();
 }

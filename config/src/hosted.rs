@@ -70,10 +70,14 @@ fn matches(re: &LazyLock<Option<Regex>>, s: &str) -> bool {
 /// Why a `source_ref` is refused by the CLI, if it is.
 pub fn source_ref_problem(r: &str) -> Option<&'static str> {
     if r.starts_with("refs/") || r.starts_with("pull/") {
-        return Some("pull-request and refs/ names are not accepted; use a branch, tag or commit sha (or `--pr N`)");
+        return Some(
+            "pull-request and refs/ names are not accepted; use a branch, tag or commit sha (or `--pr N`)",
+        );
     }
     if !matches(&SOURCE_REF, r) {
-        return Some("must start with a letter or digit and contain only letters, digits, '.', '_', '/' and '-' (at most 200 characters)");
+        return Some(
+            "must start with a letter or digit and contain only letters, digits, '.', '_', '/' and '-' (at most 200 characters)",
+        );
     }
     if r.contains("..") || r.contains("//") || r.contains("/.") {
         return Some("must not contain '..', '//' or '/.'");
@@ -92,8 +96,11 @@ fn string_key(doc: &Table, key: &str, out: &mut Vec<Finding>) -> Option<String> 
         Value::String(s) => Some(s.clone()),
         other => {
             out.push(
-                Finding::error(key, format!("{key} must be a string, got {}", other.type_str()))
-                    .hint(format!("Quote it: {key} = \"...\".")),
+                Finding::error(
+                    key,
+                    format!("{key} must be a string, got {}", other.type_str()),
+                )
+                .hint(format!("Quote it: {key} = \"...\".")),
             );
             None
         }
@@ -123,16 +130,25 @@ pub(crate) fn strip(doc: &mut Table, mode: Mode, out: &mut Vec<Finding>) -> Host
     if let Some(size) = &h.volume_size {
         if matches(&DECIMAL_SIZE, size) {
             out.push(
-                Finding::warning("volume_size", format!("volume_size {} uses a decimal unit", show("volume_size", size)))
-                    .hint("Sizes are normally binary units such as \"500Gi\" or \"2Ti\"."),
+                Finding::warning(
+                    "volume_size",
+                    format!(
+                        "volume_size {} uses a decimal unit",
+                        show("volume_size", size)
+                    ),
+                )
+                .hint("Sizes are normally binary units such as \"500Gi\" or \"2Ti\"."),
             );
         } else if !matches(&BINARY_SIZE, size) {
             out.push(
-                Finding::error("volume_size", format!("volume_size {} is not a size", show("volume_size", size)))
-                    .hint("Write a size with a binary unit, such as \"500Gi\" or \"2Ti\"."),
+                Finding::error(
+                    "volume_size",
+                    format!("volume_size {} is not a size", show("volume_size", size)),
+                )
+                .hint("Write a size with a binary unit, such as \"500Gi\" or \"2Ti\"."),
             );
         }
-        if h.volume.is_none() && !doc.get("volume").is_some_and(|v| !v.is_str()) {
+        if h.volume.is_none() && doc.get("volume").is_none_or(|v| v.is_str()) {
             out.push(
                 Finding::error("volume_size", "volume_size is set without volume")
                     .hint("`prime train run` refuses a size without a volume: add `volume = \"NAME\"` or remove volume_size."),
@@ -156,7 +172,10 @@ pub(crate) fn strip(doc: &mut Table, mode: Mode, out: &mut Vec<Finding>) -> Host
             _ => false,
         };
         if !ok {
-            out.push(Finding::error(key, format!("{key} must be a string or a list of strings")));
+            out.push(Finding::error(
+                key,
+                format!("{key} must be a string or a list of strings"),
+            ));
         }
         out.push(
             Finding::warning(key, format!("`{key}` names secret files"))
@@ -193,8 +212,11 @@ pub(crate) fn strip(doc: &mut Table, mode: Mode, out: &mut Vec<Finding>) -> Host
         let empty = k8s.as_table().is_some_and(Table::is_empty);
         if !empty {
             out.push(
-                Finding::error("k8s", "[k8s] is not supported for hosted runs: Platform manages deployment settings")
-                    .hint("Remove the [k8s] table."),
+                Finding::error(
+                    "k8s",
+                    "[k8s] is not supported for hosted runs: Platform manages deployment settings",
+                )
+                .hint("Remove the [k8s] table."),
             );
         }
     }
@@ -205,8 +227,11 @@ pub(crate) fn strip(doc: &mut Table, mode: Mode, out: &mut Vec<Finding>) -> Host
         for key in ["trajectory_strategy", "trajectoryStrategy", "buffer"] {
             if orch.remove(key).is_some() {
                 out.push(
-                    Finding::warning(format!("orchestrator.{key}"), format!("`orchestrator.{key}` is deprecated and dropped by the CLI"))
-                        .hint("Remove it."),
+                    Finding::warning(
+                        format!("orchestrator.{key}"),
+                        format!("`orchestrator.{key}` is deprecated and dropped by the CLI"),
+                    )
+                    .hint("Remove it."),
                 );
             }
         }
@@ -214,8 +239,11 @@ pub(crate) fn strip(doc: &mut Table, mode: Mode, out: &mut Vec<Finding>) -> Host
             && let Some(v) = eval.remove("eval_base_model")
         {
             out.push(
-                Finding::warning("orchestrator.eval.eval_base_model", "`eval_base_model` is deprecated; the CLI turns it into `skip_first_step`")
-                    .hint("Use `skip_first_step = true` to skip the evaluation of the base model."),
+                Finding::warning(
+                    "orchestrator.eval.eval_base_model",
+                    "`eval_base_model` is deprecated; the CLI turns it into `skip_first_step`",
+                )
+                .hint("Use `skip_first_step = true` to skip the evaluation of the base model."),
             );
             if !eval.contains_key("skip_first_step")
                 && let Some(b) = crate::value::as_bool(&v)

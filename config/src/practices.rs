@@ -41,7 +41,10 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
         out.push(Finding::warning("output_dir", "output_dir is set").hint("Hosted runs write under the platform's run directory (on the volume: runs/<runId>/); remove output_dir."));
     }
     if get(raw, "run.dir").is_some() {
-        out.push(Finding::warning("run.dir", "run.dir is set").hint("The platform chooses the run directory of a hosted run; remove run.dir."));
+        out.push(
+            Finding::warning("run.dir", "run.dir is set")
+                .hint("The platform chooses the run directory of a hosted run; remove run.dir."),
+        );
     }
     for (path, value) in i.path_values {
         if path == "output_dir" {
@@ -60,7 +63,10 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
     {
         if local_path(name) || name.starts_with("./") {
             out.push(Finding::warning("data.name", format!("data.name {} is a local path", show("name", name))).hint("Hosted SFT reads datasets from the volume: upload it and use /volume/datasets/<name> or datasets/<name>."));
-        } else if i.hosted.volume.is_none() && !name.starts_with("datasets/") && !name.starts_with("/volume/") {
+        } else if i.hosted.volume.is_none()
+            && !name.starts_with("datasets/")
+            && !name.starts_with("/volume/")
+        {
             out.push(Finding::info("data.name", "hosted SFT reads datasets from the mounted volume").hint("Per the platform docs, data.name should be /volume/datasets/<name> or datasets/<name> with `volume` set; without a volume only fake data is guaranteed to work."));
         }
     }
@@ -77,7 +83,9 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
     let counts: &[&str] = match (rl, deploy) {
         (true, "single_node") => &["num_train_gpus", "num_infer_gpus"],
         (true, _) => &["num_infer_nodes"],
-        (false, "single_node") if v.raw("inference").is_some() => &["num_train_gpus", "num_infer_gpus"],
+        (false, "single_node") if v.raw("inference").is_some() => {
+            &["num_train_gpus", "num_infer_gpus"]
+        }
         (false, "single_node") => &["num_train_gpus"],
         (false, _) => &["num_train_nodes"],
     };
@@ -90,7 +98,15 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
         };
         if get(raw, &p).is_none() && (alias.is_empty() || get(raw, alias).is_none()) {
             let default = v.int(&p).map_or("derived".to_string(), |n| n.to_string());
-            out.push(Finding::warning(p.as_str(), format!("deployment.{k} is not set (defaults to {default})")).hint("State GPU counts explicitly in [deployment] so the cost is what you expect."));
+            out.push(
+                Finding::warning(
+                    p.as_str(),
+                    format!("deployment.{k} is not set (defaults to {default})"),
+                )
+                .hint(
+                    "State GPU counts explicitly in [deployment] so the cost is what you expect.",
+                ),
+            );
         }
     }
 
@@ -106,7 +122,11 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
     }
 
     // Checkpoints without a volume.
-    let ckpt = if rl { v.on("trainer.ckpt") } else { v.on("ckpt") };
+    let ckpt = if rl {
+        v.on("trainer.ckpt")
+    } else {
+        v.on("ckpt")
+    };
     if ckpt && i.hosted.volume.is_none() {
         out.push(Finding::warning("ckpt", "checkpoints are configured but no volume is named").hint("Set `volume = \"NAME\"` so checkpoints outlive the run and can be fetched or resumed from."));
     }
@@ -119,14 +139,33 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
         Some(s) if s > 500 => out.push(Finding::info("max_steps", format!("max_steps = {s}")).hint("If this is the first run of this config, try a smoke run with a small max_steps first.")),
         _ => {}
     }
-    let seq = if rl { "trainer.model.seq_len" } else { "data.seq_len" };
+    let seq = if rl {
+        "trainer.model.seq_len"
+    } else {
+        "data.seq_len"
+    };
     if v.int(seq).is_some_and(|s| s <= 0) {
-        out.push(Finding::warning(seq, "seq_len is not positive").hint("Set a positive sequence length."));
+        out.push(
+            Finding::warning(seq, "seq_len is not positive")
+                .hint("Set a positive sequence length."),
+        );
     }
     for k in ["num_train_gpus", "num_infer_gpus"] {
         let p = join("deployment", k);
-        if get(raw, &p).is_some() && v.int(&p).is_some_and(|n| n < 0 || (k == "num_train_gpus" && n == 0)) {
-            out.push(Finding::warning(p.as_str(), format!("deployment.{k} = {} is schema-valid but cannot run", v.int(&p).unwrap_or_default())).hint("Use a positive GPU count."));
+        if get(raw, &p).is_some()
+            && v.int(&p)
+                .is_some_and(|n| n < 0 || (k == "num_train_gpus" && n == 0))
+        {
+            out.push(
+                Finding::warning(
+                    p.as_str(),
+                    format!(
+                        "deployment.{k} = {} is schema-valid but cannot run",
+                        v.int(&p).unwrap_or_default()
+                    ),
+                )
+                .hint("Use a positive GPU count."),
+            );
         }
     }
 
@@ -137,7 +176,13 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
         v.on("monitors.wandb")
     };
     if wandb {
-        let path = if raw.get("monitors").is_some() { "monitors.wandb" } else if rl { "trainer.monitors.wandb" } else { "monitors.wandb" };
+        let path = if raw.get("monitors").is_some() {
+            "monitors.wandb"
+        } else if rl {
+            "trainer.monitors.wandb"
+        } else {
+            "monitors.wandb"
+        };
         match i.forwarded_secrets {
             Some(names) if !names.iter().any(|n| n == "WANDB_API_KEY") => out.push(Finding::warning(path, "W&B monitoring is on but WANDB_API_KEY is not forwarded").hint("Forward the secret *name* WANDB_API_KEY when launching, or the W&B logger cannot log in.")),
             Some(_) => {}
@@ -147,13 +192,21 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
 
     // Train and eval sources kept separate.
     if rl {
-        let list = |p: &str| v.raw(p).and_then(Value::as_array).cloned().unwrap_or_default();
+        let list = |p: &str| {
+            v.raw(p)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
         let strip_task = |s: &Value| -> Option<Table> {
             let mut t = s.get("env")?.get("taskset")?.as_table()?.clone();
             t.remove("task");
             Some(t)
         };
-        let train: Vec<Table> = list("orchestrator.train.source").iter().filter_map(strip_task).collect();
+        let train: Vec<Table> = list("orchestrator.train.source")
+            .iter()
+            .filter_map(strip_task)
+            .collect();
         for (n, e) in list("orchestrator.eval.source").iter().enumerate() {
             if let Some(t) = strip_task(e)
                 && train.contains(&t)
@@ -161,10 +214,15 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
                 out.push(Finding::warning(format!("orchestrator.eval.source.{n}.env.taskset"), "this eval source uses the same taskset settings as a train source").hint("Evaluate on held-out data: give the eval taskset a different split or dataset (unless the taskset separates splits itself)."));
             }
         }
-        if v.raw("orchestrator").is_some_and(Value::is_table) && list("orchestrator.train.source").is_empty() {
+        if v.raw("orchestrator").is_some_and(Value::is_table)
+            && list("orchestrator.train.source").is_empty()
+        {
             out.push(Finding::warning("orchestrator.train.source", "no [[orchestrator.train.source]]: the orchestrator has nothing to train on").hint("Add a train source with `[orchestrator.train.source.env.taskset] id = \"...\"`."));
         }
-    } else if ["eval", "inference", "weight_broadcast"].iter().any(|k| raw.contains_key(*k)) {
+    } else if ["eval", "inference", "weight_broadcast"]
+        .iter()
+        .any(|k| raw.contains_key(*k))
+    {
         out.push(Finding::info("eval", "hosted SFT with online eval ([eval]/[inference]/[weight_broadcast])").hint("The CLI does not validate these blocks locally; the platform validates them on submit, and whether it accepts online eval for hosted SFT depends on its version."));
     }
 

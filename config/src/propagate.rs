@@ -12,36 +12,148 @@ use crate::walk::Provenance;
 
 /// Leaf (and whole-table) fills: shared path → sub-config paths.
 const FILLS: &[(&str, &[&str])] = &[
-    ("model.name", &["trainer.model.name", "inference.vllm.model", "orchestrator.model.name"]),
-    ("model.vlm", &["trainer.model.vlm", "orchestrator.model.vlm"]),
-    ("log.level", &["trainer.log.level", "orchestrator.log.level", "inference.log.level"]),
-    ("log.json_logging", &["trainer.log.json_logging", "orchestrator.log.json_logging", "inference.log.json_logging"]),
+    (
+        "model.name",
+        &[
+            "trainer.model.name",
+            "inference.vllm.model",
+            "orchestrator.model.name",
+        ],
+    ),
+    (
+        "model.vlm",
+        &["trainer.model.vlm", "orchestrator.model.vlm"],
+    ),
+    (
+        "log.level",
+        &[
+            "trainer.log.level",
+            "orchestrator.log.level",
+            "inference.log.level",
+        ],
+    ),
+    (
+        "log.json_logging",
+        &[
+            "trainer.log.json_logging",
+            "orchestrator.log.json_logging",
+            "inference.log.json_logging",
+        ],
+    ),
     ("ckpt.output_dir", &["trainer.ckpt.output_dir"]),
-    ("ckpt.interval", &["trainer.ckpt.interval", "orchestrator.ckpt.interval"]),
-    ("ckpt.keep_last", &["trainer.ckpt.keep_last", "orchestrator.ckpt.keep_last"]),
-    ("ckpt.keep_interval", &["trainer.ckpt.keep_interval", "orchestrator.ckpt.keep_interval"]),
-    ("monitors.wandb.project", &["trainer.monitors.wandb.project", "orchestrator.monitors.wandb.project"]),
-    ("monitors.wandb.entity", &["trainer.monitors.wandb.entity", "orchestrator.monitors.wandb.entity"]),
-    ("monitors.wandb.name", &["trainer.monitors.wandb.name", "orchestrator.monitors.wandb.name"]),
-    ("monitors.wandb.group", &["trainer.monitors.wandb.group", "orchestrator.monitors.wandb.group"]),
-    ("monitors.wandb.tags", &["trainer.monitors.wandb.tags", "orchestrator.monitors.wandb.tags"]),
-    ("monitors.wandb.offline", &["trainer.monitors.wandb.offline", "orchestrator.monitors.wandb.offline"]),
-    ("monitors.file.path", &["trainer.monitors.file.path", "orchestrator.monitors.file.path"]),
+    (
+        "ckpt.interval",
+        &["trainer.ckpt.interval", "orchestrator.ckpt.interval"],
+    ),
+    (
+        "ckpt.keep_last",
+        &["trainer.ckpt.keep_last", "orchestrator.ckpt.keep_last"],
+    ),
+    (
+        "ckpt.keep_interval",
+        &[
+            "trainer.ckpt.keep_interval",
+            "orchestrator.ckpt.keep_interval",
+        ],
+    ),
+    (
+        "monitors.wandb.project",
+        &[
+            "trainer.monitors.wandb.project",
+            "orchestrator.monitors.wandb.project",
+        ],
+    ),
+    (
+        "monitors.wandb.entity",
+        &[
+            "trainer.monitors.wandb.entity",
+            "orchestrator.monitors.wandb.entity",
+        ],
+    ),
+    (
+        "monitors.wandb.name",
+        &[
+            "trainer.monitors.wandb.name",
+            "orchestrator.monitors.wandb.name",
+        ],
+    ),
+    (
+        "monitors.wandb.group",
+        &[
+            "trainer.monitors.wandb.group",
+            "orchestrator.monitors.wandb.group",
+        ],
+    ),
+    (
+        "monitors.wandb.tags",
+        &[
+            "trainer.monitors.wandb.tags",
+            "orchestrator.monitors.wandb.tags",
+        ],
+    ),
+    (
+        "monitors.wandb.offline",
+        &[
+            "trainer.monitors.wandb.offline",
+            "orchestrator.monitors.wandb.offline",
+        ],
+    ),
+    (
+        "monitors.file.path",
+        &[
+            "trainer.monitors.file.path",
+            "orchestrator.monitors.file.path",
+        ],
+    ),
     ("monitors.prime.name", &["orchestrator.monitors.prime.name"]),
-    ("tokenizer.name", &["trainer.tokenizer.name", "orchestrator.tokenizer.name"]),
-    ("tokenizer.trust_remote_code", &["trainer.tokenizer.trust_remote_code", "orchestrator.tokenizer.trust_remote_code"]),
-    ("tokenizer.chat_template", &["trainer.tokenizer.chat_template", "orchestrator.tokenizer.chat_template", "inference.vllm.chat_template"]),
-    ("rollout_transport", &["trainer.rollout_transport", "orchestrator.rollout_transport"]),
-    ("max_steps", &["trainer.max_steps", "orchestrator.max_steps"]),
-    ("seq_len", &["trainer.model.seq_len", "orchestrator.seq_len"]),
+    (
+        "tokenizer.name",
+        &["trainer.tokenizer.name", "orchestrator.tokenizer.name"],
+    ),
+    (
+        "tokenizer.trust_remote_code",
+        &[
+            "trainer.tokenizer.trust_remote_code",
+            "orchestrator.tokenizer.trust_remote_code",
+        ],
+    ),
+    (
+        "tokenizer.chat_template",
+        &[
+            "trainer.tokenizer.chat_template",
+            "orchestrator.tokenizer.chat_template",
+            "inference.vllm.chat_template",
+        ],
+    ),
+    (
+        "rollout_transport",
+        &[
+            "trainer.rollout_transport",
+            "orchestrator.rollout_transport",
+        ],
+    ),
+    (
+        "max_steps",
+        &["trainer.max_steps", "orchestrator.max_steps"],
+    ),
+    (
+        "seq_len",
+        &["trainer.model.seq_len", "orchestrator.seq_len"],
+    ),
     ("slurm", &["inference.slurm"]),
 ];
 
 /// Presence-only blocks: a shared table turns the sub-level blocks on.
 const PRESENCE: &[(&str, &[&str])] = &[
     ("ckpt", &["trainer.ckpt", "orchestrator.ckpt"]),
-    ("monitors.wandb", &["trainer.monitors.wandb", "orchestrator.monitors.wandb"]),
-    ("monitors.file", &["trainer.monitors.file", "orchestrator.monitors.file"]),
+    (
+        "monitors.wandb",
+        &["trainer.monitors.wandb", "orchestrator.monitors.wandb"],
+    ),
+    (
+        "monitors.file",
+        &["trainer.monitors.file", "orchestrator.monitors.file"],
+    ),
     ("monitors.prime", &["orchestrator.monitors.prime"]),
 ];
 
@@ -68,7 +180,9 @@ fn fill(doc: &mut Table, dst: &str, value: Value) -> bool {
 pub(crate) fn propagate(doc: &mut Table, out: &mut Vec<Finding>) -> Provenance {
     let mut provenance = Provenance::new();
     for (src, dsts) in PRESENCE {
-        let Some(v) = get(doc, src).cloned() else { continue };
+        let Some(v) = get(doc, src).cloned() else {
+            continue;
+        };
         let filler = if is_none(&v) {
             Value::String("None".into())
         } else if v.is_table() {
@@ -84,7 +198,9 @@ pub(crate) fn propagate(doc: &mut Table, out: &mut Vec<Finding>) -> Provenance {
     }
     let mut conflicts = Vec::new();
     for (src, dsts) in FILLS {
-        let Some(v) = get(doc, src).cloned() else { continue };
+        let Some(v) = get(doc, src).cloned() else {
+            continue;
+        };
         for dst in *dsts {
             if !top_exists(doc, dst) {
                 continue;

@@ -84,7 +84,11 @@ pub fn validate_table(mut doc: Table, opts: &Options) -> Report {
     if !retired.is_empty() {
         let mut report = Report::new(Mode::Rl);
         report.extend(retired);
-        report.checker("native", CheckerStatus::Ran, "refused before the schema: retired shared-LoRA format");
+        report.checker(
+            "native",
+            CheckerStatus::Ran,
+            "refused before the schema: retired shared-LoRA format",
+        );
         report.finish();
         return report;
     }
@@ -176,15 +180,28 @@ fn summary(v: &View, mode: Mode, hosted: &hosted::Hosted) -> Summary {
                     let g = v.int("deployment.gpus_per_node").unwrap_or(8);
                     (
                         v.int("deployment.num_train_nodes").map(|n| n * g),
-                        if has_inf { v.int("deployment.num_infer_nodes").map(|n| n * g) } else { Some(0) },
+                        if has_inf {
+                            v.int("deployment.num_infer_nodes").map(|n| n * g)
+                        } else {
+                            Some(0)
+                        },
                     )
                 }
                 _ => (
                     v.int("deployment.num_train_gpus"),
-                    if has_inf { v.int("deployment.num_infer_gpus") } else { Some(0) },
+                    if has_inf {
+                        v.int("deployment.num_infer_gpus")
+                    } else {
+                        Some(0)
+                    },
                 ),
             };
-            (s(v.str("model.name")), v.int("max_steps"), v.int("data.seq_len"), (t, i))
+            (
+                s(v.str("model.name")),
+                v.int("max_steps"),
+                v.int("data.seq_len"),
+                (t, i),
+            )
         }
     };
     let count = |x: Option<i64>| x.and_then(|n| u64::try_from(n).ok());

@@ -26,7 +26,9 @@ impl IntErr {
             IntErr::Fraction => {
                 "Input should be a valid integer, got a number with a fractional part"
             }
-            IntErr::Parse => "Input should be a valid integer, unable to parse string as an integer",
+            IntErr::Parse => {
+                "Input should be a valid integer, unable to parse string as an integer"
+            }
             IntErr::Type => "Input should be a valid integer",
         }
     }
@@ -129,7 +131,11 @@ pub fn table<'a>(root: &'a Table, path: &str) -> Option<&'a Table> {
 }
 
 /// The parent table of a dotted path (created on the way when `create`), and the last key.
-pub fn parent_mut<'a>(root: &'a mut Table, path: &str, create: bool) -> Option<(&'a mut Table, String)> {
+pub fn parent_mut<'a>(
+    root: &'a mut Table,
+    path: &str,
+    create: bool,
+) -> Option<(&'a mut Table, String)> {
     let mut segs: Vec<&str> = path.split('.').collect();
     let last = segs.pop()?.to_string();
     let mut cur = root;

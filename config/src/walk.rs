@@ -52,7 +52,14 @@ impl<'a> Walker<'a> {
 
     /// Walk `table` as an instance of `model` located at `path`.
     pub fn model(&mut self, table: &Table, model: &'static Model, path: &str) {
-        self.fields(table, &[model.fields], model.extra, model.special, path, model.name);
+        self.fields(
+            table,
+            &[model.fields],
+            model.extra,
+            model.special,
+            path,
+            model.name,
+        );
     }
 
     fn fields(
@@ -65,7 +72,10 @@ impl<'a> Walker<'a> {
         class: &str,
     ) {
         let lookup = |key: &str| -> Option<&'static Field> {
-            groups.iter().flat_map(|g| g.iter()).find(|f| f.matches(key))
+            groups
+                .iter()
+                .flat_map(|g| g.iter())
+                .find(|f| f.matches(key))
         };
         for (key, value) in table {
             let normalised;
@@ -81,7 +91,11 @@ impl<'a> Walker<'a> {
                 None if special == Special::Env => self.env_extra(key, value, &p),
                 None if extra => {}
                 None => {
-                    let keys: Vec<&str> = groups.iter().flat_map(|g| g.iter()).map(|f| f.key).collect();
+                    let keys: Vec<&str> = groups
+                        .iter()
+                        .flat_map(|g| g.iter())
+                        .map(|f| f.key)
+                        .collect();
                     let hint = unknown_key_hint(path, key, &keys, class);
                     self.err(&p, "Extra inputs are not permitted", Some(hint));
                 }
@@ -96,7 +110,10 @@ impl<'a> Walker<'a> {
                 self.err(
                     &p,
                     "Field required",
-                    Some(format!("`{}` has no default in {class}; set it.", field.key)),
+                    Some(format!(
+                        "`{}` has no default in {class}; set it.",
+                        field.key
+                    )),
                 );
             }
         }
@@ -152,7 +169,12 @@ impl<'a> Walker<'a> {
                 self.err(
                     path,
                     format!("Input should be {words} {}", num(b)),
-                    Some(format!("`{}` must be {}; got {}.", f.key, f.bounds_text(), num(x))),
+                    Some(format!(
+                        "`{}` must be {}; got {}.",
+                        f.key,
+                        f.bounds_text(),
+                        num(x)
+                    )),
                 );
                 return;
             }
@@ -164,21 +186,31 @@ impl<'a> Walker<'a> {
         match ty {
             Ty::Str => {
                 if !value.is_str() {
-                    self.err(path, "Input should be a valid string", Some(got(key, value)));
+                    self.err(
+                        path,
+                        "Input should be a valid string",
+                        Some(got(key, value)),
+                    );
                 }
             }
             Ty::Path => match value {
                 Value::String(s) => self.path_values.push((path.to_string(), s.clone())),
-                _ => self.err(path, "Input should be a valid string", Some(got(key, value))),
+                _ => self.err(
+                    path,
+                    "Input should be a valid string",
+                    Some(got(key, value)),
+                ),
             },
             Ty::Int => match as_int(value) {
                 Ok(i) => self.bounds(i as f64, field, path),
                 Err(e) => self.err(path, e.message(), Some(got(key, value))),
             },
             Ty::Float => match as_float(value) {
-                Some(x) if x.is_nan() && field.is_some_and(has_bounds) => {
-                    self.err(path, "Input should be a finite number", Some(got(key, value)))
-                }
+                Some(x) if x.is_nan() && field.is_some_and(has_bounds) => self.err(
+                    path,
+                    "Input should be a finite number",
+                    Some(got(key, value)),
+                ),
                 Some(x) => self.bounds(x, field, path),
                 None => self.err(
                     path,
@@ -240,7 +272,11 @@ impl<'a> Walker<'a> {
                     if matches!(ty, Ty::DictAnyOrStr) && value.is_str() {
                         return;
                     }
-                    self.err(path, "Input should be a valid dictionary", Some(got(key, value)));
+                    self.err(
+                        path,
+                        "Input should be a valid dictionary",
+                        Some(got(key, value)),
+                    );
                     return;
                 };
                 for (k, v) in t {
@@ -273,7 +309,11 @@ impl<'a> Walker<'a> {
                         }
                     }
                 }
-                None => self.err(path, "Input should be a valid dictionary", Some(got(key, value))),
+                None => self.err(
+                    path,
+                    "Input should be a valid dictionary",
+                    Some(got(key, value)),
+                ),
             },
             Ty::ListOf(m) => match value.as_array() {
                 Some(items) => {
@@ -310,7 +350,9 @@ impl<'a> Walker<'a> {
                 _ => self.err(
                     path,
                     "Input should be 'policy' or a frozen model table",
-                    Some("Use `source = \"policy\"`, or a table with `name` and `base_url`.".into()),
+                    Some(
+                        "Use `source = \"policy\"`, or a table with `name` and `base_url`.".into(),
+                    ),
                 ),
             },
         }
@@ -335,7 +377,11 @@ impl<'a> Walker<'a> {
             },
             None => got(key, value),
         };
-        self.err(path, format!("Input should be {}", or_list(values)), Some(hint));
+        self.err(
+            path,
+            format!("Input should be {}", or_list(values)),
+            Some(hint),
+        );
     }
 
     fn union(&mut self, t: &Table, u: &'static Union, inject: Option<&'static str>, path: &str) {
@@ -393,7 +439,7 @@ impl<'a> Walker<'a> {
                 self.err(
                     path,
                     "Unable to extract tag using discriminator 'name'",
-                    Some(format!("A renderer table must set `name` (e.g. \"auto\", \"default\", \"qwen3\"); it is never filled in.")),
+                    Some("A renderer table must set `name` (e.g. \"auto\", \"default\", \"qwen3\"); it is never filled in.".to_string()),
                 );
                 return;
             }
@@ -412,7 +458,11 @@ impl<'a> Walker<'a> {
                 }
             },
             Some(other) => {
-                self.err(path, "Tag 'name' should be a string", Some(got("name", other)));
+                self.err(
+                    path,
+                    "Tag 'name' should be a string",
+                    Some(got("name", other)),
+                );
                 return;
             }
         };
@@ -477,20 +527,47 @@ pub(crate) fn or_list(values: &[&str]) -> String {
 
 /// Keys renamed or moved across prime-rl versions and formats, with where they live now.
 const MOVED: &[(&str, &str)] = &[
-    ("rollouts_per_example", "renamed to `group_size` (orchestrator, or per source)"),
-    ("fused_lm_head_chunk_size", "renamed to `fused_lm_head_token_chunk_size`"),
-    ("learning_rate", "the learning rate is `lr` in `[trainer.optim]` (RL) or `[optim]` (SFT)"),
-    ("lr", "the learning rate is `lr` in `[trainer.optim]` (RL) or `[optim]` (SFT)"),
+    (
+        "rollouts_per_example",
+        "renamed to `group_size` (orchestrator, or per source)",
+    ),
+    (
+        "fused_lm_head_chunk_size",
+        "renamed to `fused_lm_head_token_chunk_size`",
+    ),
+    (
+        "learning_rate",
+        "the learning rate is `lr` in `[trainer.optim]` (RL) or `[optim]` (SFT)",
+    ),
+    (
+        "lr",
+        "the learning rate is `lr` in `[trainer.optim]` (RL) or `[optim]` (SFT)",
+    ),
     ("checkpoints", "checkpointing is `[ckpt]`"),
     ("wandb", "W&B is `[monitors.wandb]`"),
-    ("sampling", "sampling is `[orchestrator.train.sampling]` (RL)"),
-    ("oversampling_factor", "removed; see `[orchestrator.concurrency]`"),
+    (
+        "sampling",
+        "sampling is `[orchestrator.train.sampling]` (RL)",
+    ),
+    (
+        "oversampling_factor",
+        "removed; see `[orchestrator.concurrency]`",
+    ),
     ("max_async_level", "see `orchestrator.max_off_policy_steps`"),
-    ("parallel", "parallelism is `inference.vllm.tensor_parallel_size` / `data_parallel_size`"),
+    (
+        "parallel",
+        "parallelism is `inference.vllm.tensor_parallel_size` / `data_parallel_size`",
+    ),
     ("mode", "a top-level `mode` is not read by prime CLI 0.18.0"),
     ("max_tokens", "use `max_completion_tokens`"),
-    ("lora_alpha", "LoRA is `[trainer.model.lora]` (`rank`, `alpha`)"),
-    ("lora_rank", "LoRA is `[trainer.model.lora]` (`rank`, `alpha`)"),
+    (
+        "lora_alpha",
+        "LoRA is `[trainer.model.lora]` (`rank`, `alpha`)",
+    ),
+    (
+        "lora_rank",
+        "LoRA is `[trainer.model.lora]` (`rank`, `alpha`)",
+    ),
 ];
 
 fn unknown_key_hint(path: &str, key: &str, known: &[&str], class: &str) -> String {
@@ -511,7 +588,9 @@ fn unknown_key_hint(path: &str, key: &str, known: &[&str], class: &str) -> Strin
         );
     }
     if (path.ends_with("train") || path.ends_with("eval")) && key == "env" {
-        return format!("{hint}: environments are listed as `[[{path}.source]]` entries with an `env` table.");
+        return format!(
+            "{hint}: environments are listed as `[[{path}.source]]` entries with an `env` table."
+        );
     }
     if path.is_empty() && matches!(key, "data" | "optim" | "scheduler" | "val") {
         return format!(

@@ -13,7 +13,11 @@ use toml::{Table, Value};
 
 fn reference() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference");
-    assert!(dir.is_dir(), "the shared reference is missing: expected {}", dir.display());
+    assert!(
+        dir.is_dir(),
+        "the shared reference is missing: expected {}",
+        dir.display()
+    );
     dir
 }
 
@@ -50,13 +54,21 @@ fn parse_appendix() -> Vec<Heading> {
         if let Some(rest) = line.strip_prefix("#### ") {
             let mode = if rest.starts_with("RL:") { "rl" } else { "sft" };
             let path = between(rest, "`", "`").unwrap_or_default();
-            let path = if path == "<root>" { String::new() } else { path.to_string() };
+            let path = if path == "<root>" {
+                String::new()
+            } else {
+                path.to_string()
+            };
             let variant = rest.find("variant `type = \"").map(|i| {
-                between(&rest[i..], "\"", "\"").unwrap_or_default().to_string()
+                between(&rest[i..], "\"", "\"")
+                    .unwrap_or_default()
+                    .to_string()
             });
-            let same_as = rest
-                .find("same shape as `")
-                .map(|i| between(&rest[i..], "`", "`").unwrap_or_default().to_string());
+            let same_as = rest.find("same shape as `").map(|i| {
+                between(&rest[i..], "`", "`")
+                    .unwrap_or_default()
+                    .to_string()
+            });
             out.push(Heading {
                 mode,
                 path,
@@ -116,7 +128,11 @@ fn containers(headings: &[Heading]) -> (Vec<String>, Vec<String>) {
     let (mut lists, mut dicts) = (Vec::new(), Vec::new());
     for h in headings {
         for r in &h.rows {
-            let p = if h.path.is_empty() { r.key.clone() } else { format!("{}.{}", h.path, r.key) };
+            let p = if h.path.is_empty() {
+                r.key.clone()
+            } else {
+                format!("{}.{}", h.path, r.key)
+            };
             if r.ty.starts_with("list[") && r.ty.contains("Config]") {
                 lists.push(p);
             } else if r.ty.starts_with("dict[str, ") && r.ty.contains("Config]") {
@@ -132,7 +148,11 @@ fn resolve(path: &str, lists: &[String], dicts: &[String]) -> String {
     let mut out = String::new();
     let mut prefix = String::new();
     for seg in path.split('.').filter(|s| !s.is_empty()) {
-        prefix = if prefix.is_empty() { seg.to_string() } else { format!("{prefix}.{seg}") };
+        prefix = if prefix.is_empty() {
+            seg.to_string()
+        } else {
+            format!("{prefix}.{seg}")
+        };
         if !out.is_empty() {
             out.push('.');
         }
@@ -148,12 +168,16 @@ fn resolve(path: &str, lists: &[String], dicts: &[String]) -> String {
 
 fn set(doc: &mut Table, path: &str, value: Value) {
     let segs: Vec<&str> = path.split('.').collect();
-    let Some((last, parents)) = segs.split_last() else { return };
+    let Some((last, parents)) = segs.split_last() else {
+        return;
+    };
     let mut cur: &mut Table = doc;
     let mut i = 0;
     while i < parents.len() {
         let seg = parents[i];
-        let entry = cur.entry(seg.to_string()).or_insert_with(|| Value::Table(Table::new()));
+        let entry = cur
+            .entry(seg.to_string())
+            .or_insert_with(|| Value::Table(Table::new()));
         if !entry.is_table() && !entry.is_array() {
             *entry = Value::Table(Table::new());
         }
@@ -276,12 +300,22 @@ fn mutations_from_the_appendix_field_tables() {
             let prep = |doc: &mut Table| {
                 for (p, tag) in &variants {
                     if h.path == *p || h.path.starts_with(&format!("{p}.")) {
-                        set(doc, &format!("{}.type", resolve(p, &lists, &dicts)), Value::String(tag.clone()));
+                        set(
+                            doc,
+                            &format!("{}.type", resolve(p, &lists, &dicts)),
+                            Value::String(tag.clone()),
+                        );
                     }
                 }
             };
             let table = resolve(&h.path, &lists, &dicts);
-            let at = |key: &str| if table.is_empty() { key.to_string() } else { format!("{table}.{key}") };
+            let at = |key: &str| {
+                if table.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{table}.{key}")
+                }
+            };
             let mut run = |kind: &'static str, key: &str, value: Value, expect_error: bool| {
                 let mut doc = base(mode);
                 prep(&mut doc);
@@ -293,7 +327,11 @@ fn mutations_from_the_appendix_field_tables() {
                 if expect_error == errs.is_empty() {
                     failures.push(format!(
                         "[{mode}] {kind}: {path} = {value} → {}",
-                        if expect_error { "no error at that path".to_string() } else { format!("unexpected errors {errs:?}") }
+                        if expect_error {
+                            "no error at that path".to_string()
+                        } else {
+                            format!("unexpected errors {errs:?}")
+                        }
                     ));
                 }
             };
@@ -335,8 +373,16 @@ fn mutations_from_the_appendix_field_tables() {
     let total: usize = counts.values().sum();
     let mut kinds: Vec<_> = counts.iter().collect();
     kinds.sort();
-    println!("appendix mutations: {total} cases {kinds:?}, {} failing", failures.len());
-    assert!(failures.is_empty(), "{} of {total} mutations failed:\n{}", failures.len(), failures.join("\n"));
+    println!(
+        "appendix mutations: {total} cases {kinds:?}, {} failing",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {total} mutations failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -347,14 +393,20 @@ fn schema_tables_have_exactly_the_appendix_keys() {
     let mut problems = Vec::new();
     for (mode, root) in [("rl", &RL_ROOT), ("sft", &SFT_ROOT)] {
         let ours = walk_models(root);
-        for h in headings.iter().filter(|h| h.mode == mode && !h.rows.is_empty()) {
+        for h in headings
+            .iter()
+            .filter(|h| h.mode == mode && !h.rows.is_empty())
+        {
             let mut want: Vec<&str> = h.rows.iter().map(|r| r.key.as_str()).collect();
             want.sort_unstable();
             let candidates: Vec<Vec<&str>> = ours
                 .iter()
                 .filter(|(p, _, v)| {
                     // Single-class "variants" (length_penalty, gates, val.data) are plain tables here.
-                    *p == h.path && (h.variant.is_none() || v.is_none() || v.as_deref() == h.variant.as_deref())
+                    *p == h.path
+                        && (h.variant.is_none()
+                            || v.is_none()
+                            || v.as_deref() == h.variant.as_deref())
                 })
                 .map(|(_, m, _)| {
                     let mut keys: Vec<&str> = m.fields.iter().map(|f| f.key).collect();
@@ -363,8 +415,11 @@ fn schema_tables_have_exactly_the_appendix_keys() {
                 })
                 .collect();
             checked += 1;
-            if !candidates.iter().any(|c| *c == want) {
-                problems.push(format!("[{mode}] {} {:?}: appendix {want:?}, ours {candidates:?}", h.path, h.variant));
+            if !candidates.contains(&want) {
+                problems.push(format!(
+                    "[{mode}] {} {:?}: appendix {want:?}, ours {candidates:?}",
+                    h.path, h.variant
+                ));
             }
         }
     }

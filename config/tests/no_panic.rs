@@ -39,11 +39,44 @@ seq_len = 16
 "#;
 
 const KEYS: &[&str] = &[
-    "type", "name", "model", "data", "trainer", "orchestrator", "inference", "deployment",
-    "max_steps", "seq_len", "ckpt", "resume", "step", "dir", "lora", "rank", "batch_size",
-    "group_size", "source", "env", "taskset", "id", "renderer", "weight_broadcast", "None",
-    "num_train_nodes", "num_infer_gpus", "tensor_parallel_size", "k8s", "volume_size",
-    "source_ref", "gpu_type", "full_offload", "cp", "vlm", "algo", "teacher", "sampling",
+    "type",
+    "name",
+    "model",
+    "data",
+    "trainer",
+    "orchestrator",
+    "inference",
+    "deployment",
+    "max_steps",
+    "seq_len",
+    "ckpt",
+    "resume",
+    "step",
+    "dir",
+    "lora",
+    "rank",
+    "batch_size",
+    "group_size",
+    "source",
+    "env",
+    "taskset",
+    "id",
+    "renderer",
+    "weight_broadcast",
+    "None",
+    "num_train_nodes",
+    "num_infer_gpus",
+    "tensor_parallel_size",
+    "k8s",
+    "volume_size",
+    "source_ref",
+    "gpu_type",
+    "full_offload",
+    "cp",
+    "vlm",
+    "algo",
+    "teacher",
+    "sampling",
 ];
 
 fn value() -> impl Strategy<Value = Value> {
@@ -57,8 +90,12 @@ fn value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map(prop::sample::select(KEYS).prop_map(String::from), inner, 0..4)
-                .prop_map(|m| Value::Table(m.into_iter().collect())),
+            prop::collection::btree_map(
+                prop::sample::select(KEYS).prop_map(String::from),
+                inner,
+                0..4
+            )
+            .prop_map(|m| Value::Table(m.into_iter().collect())),
         ]
     })
 }

@@ -53,7 +53,9 @@ fn every_example_gets_its_documented_verdict() {
                 .with_severity(Severity::Error)
                 .map(|f| format!("{}: {}", f.path, f.message))
                 .collect();
-            problems.push(format!("{file}: expected valid={expected}, errors {errors:#?}"));
+            problems.push(format!(
+                "{file}: expected valid={expected}, errors {errors:#?}"
+            ));
         }
     }
     println!("examples: {agree}/{} verdicts agree", verdicts.len());
@@ -65,7 +67,10 @@ fn legacy_hosted_example_is_refused_as_shared_lora() {
     let text = read(&reference().join("prime-rl-examples/legacy-shared-lora-hosted_rl.toml"));
     let report = validate(&text, &Options::default()).expect("parses");
     let paths = report.error_paths();
-    assert!(paths.contains(&"model") && paths.contains(&"env"), "{paths:?}");
+    assert!(
+        paths.contains(&"model") && paths.contains(&"env"),
+        "{paths:?}"
+    );
     assert!(report.findings[0].message.contains("shared LoRA"));
 }
 
@@ -112,7 +117,10 @@ fn every_labelled_case_gets_its_verdict_and_error_paths() {
             if paths.contains(&p.as_str()) {
                 covered += 1;
             } else {
-                problems.push(format!("{}: labelled path {p:?} not among {paths:?}", case.file));
+                problems.push(format!(
+                    "{}: labelled path {p:?} not among {paths:?}",
+                    case.file
+                ));
             }
         }
     }

@@ -396,6 +396,43 @@ impl PlatformClient {
         Ok(self.http.json::<RunEnvelope>(call).await?.run)
     }
 
+    /// After [`PlatformClient::stop_run`]: poll `GET /rft/runs/{id}` every `poll_interval`
+    /// until the run is terminal or `budget` is spent (CLI: 3 s, 180 s), each poll bounded by
+    /// the time left (at least 1 s). As in the CLI, a failed poll ends polling quietly. Returns
+    /// the last run seen; check [`RlRun::is_terminal`].
+    pub async fn wait_until_terminal(
+        &self,
+        last: RlRun,
+        poll_interval: std::time::Duration,
+        budget: std::time::Duration,
+    ) -> RlRun {
+        let deadline = tokio::time::Instant::now() + budget;
+        let mut last = last;
+        while !last.is_terminal() {
+            let now = tokio::time::Instant::now();
+            if now + poll_interval > deadline {
+                break;
+            }
+            tokio::time::sleep(poll_interval).await;
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let timeout = remaining
+                .max(std::time::Duration::from_secs(1))
+                .min(self.timeout());
+            let Ok(path) = Self::run_path(&last.id, "") else {
+                break;
+            };
+            let call = Call::new(Method::GET, Service::Platform, path, timeout);
+            match self.http.json::<RunEnvelope>(call).await {
+                Ok(env) => last = env.run,
+                Err(e) => {
+                    tracing::debug!(run = %last.id, error = %e, "stop poll failed; giving up");
+                    break;
+                }
+            }
+        }
+        last
+    }
+
     /// `GET /rft/runs/{id}/logs` with the options of §5.6. A 404 whose detail carries a
     /// startup marker becomes [`PlatformError::NotStartedYet`].
     pub async fn get_logs(

@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 use factory_platform::wire::runs::{
     CreateRunRequest, PrepareRequest, ResumeRunRequest, TrainingMode,
@@ -1061,4 +1063,58 @@ async fn run_ids_are_path_encoded_and_slashes_refused() {
         assert!(matches!(e, PlatformError::InvalidArgument(_)), "{bad}");
     }
     assert_eq!(request_count(&server).await, 1);
+}
+
+#[tokio::test]
+async fn waiting_after_stop_polls_get_until_terminal() {
+    let server = MockServer::start().await;
+    let mut stopping = run_json();
+    stopping["status"] = json!("RUNNING");
+    let mut stopped = run_json();
+    stopped["status"] = json!("STOPPED");
+    Mock::given(method("PUT"))
+        .respond_with(ok(json!({"run": stopping.clone()})))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("/api/v1/rft/runs/{RUN}")))
+        .respond_with(ok(json!({"run": stopping})))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ok(json!({"run": stopped})))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let client = client(&server);
+    let run = client.stop_run(RUN).await.unwrap();
+    assert!(!run.is_terminal());
+    let run = client
+        .wait_until_terminal(run, Duration::from_millis(10), Duration::from_secs(2))
+        .await;
+    assert_eq!(run.status, "STOPPED");
+    let reqs = server.received_requests().await.unwrap();
+    assert_eq!(reqs.len(), 3, "PUT, then two GET polls");
+    assert!(reqs[1..].iter().all(|r| r.method.as_str() == "GET"));
+
+    // A budget that runs out returns the last run seen, not terminal.
+    server.reset().await;
+    Mock::given(method("GET"))
+        .respond_with(ok(
+            json!({"run": minimal_run(RUN, "RUNNING", "2026-01-01T00:00:00Z")}),
+        ))
+        .mount(&server)
+        .await;
+    let start = minimal_run(RUN, "PENDING", "2026-01-01T00:00:00Z");
+    let run = client
+        .wait_until_terminal(
+            serde_json::from_value(start).unwrap(),
+            Duration::from_millis(20),
+            Duration::from_millis(100),
+        )
+        .await;
+    assert_eq!(run.status, "RUNNING");
+    assert!(request_count(&server).await >= 2);
 }

@@ -3,11 +3,13 @@
 //! and, in their own modules, the durable journal and the audit log (the only I/O here).
 
 mod detect;
+pub mod launch;
 pub mod mask;
 pub mod paths;
 pub mod policy;
 pub mod redact;
 pub mod secret_guard;
+pub mod store;
 
 pub use detect::{is_placeholder, looks_opaque};
 pub use mask::mask_key;

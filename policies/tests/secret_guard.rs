@@ -396,8 +396,11 @@ fn name_rules() {
 #[test]
 fn a_loose_assignment_in_prose_passes_the_guard_but_an_opaque_one_does_not() {
     let g = guard();
-    g.check_json(&json!({"notes": "the reset_token: see-the-runbook-page for ops"}), "a")
-        .expect("a non-opaque value under a weak name is prose");
+    g.check_json(
+        &json!({"notes": "the reset_token: see-the-runbook-page for ops"}),
+        "a",
+    )
+    .expect("a non-opaque value under a weak name is prose");
     let err = g
         .check_json(
             &json!({"notes": "export WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567"}),
@@ -406,7 +409,10 @@ fn a_loose_assignment_in_prose_passes_the_guard_but_an_opaque_one_does_not() {
         .expect_err("opaque value");
     assert_eq!(err[0].kind, SecretKind::SecretAssignment);
     let err = g
-        .check_toml_str("# WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567\nx = 1\n", "config")
+        .check_toml_str(
+            "# WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567\nx = 1\n",
+            "config",
+        )
         .expect_err("comment");
     assert_eq!(err[0].path, "config (line 1)");
     let err = g

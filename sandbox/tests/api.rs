@@ -606,3 +606,19 @@ async fn inspection_never_shows_secret_values_or_the_token() {
     assert_eq!(clock["mode"], "manual");
     assert_eq!(c.status(id).await, "RUNNING");
 }
+
+#[tokio::test]
+async fn the_speed_factor_moves_runs_without_manual_advances() {
+    let sb = Sandbox::start(SandboxOptions::with_speed(1000.0))
+        .await
+        .unwrap();
+    let c = Client::new(&sb, 0);
+    let id = c.create(run_body("fast", 3)).await;
+    assert!(id.len() == 25 && id.starts_with('c'), "CUID-shaped: {id}");
+    tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    assert_eq!(
+        c.status(&id).await,
+        "COMPLETED",
+        "11 simulated seconds have passed"
+    );
+}

@@ -112,6 +112,11 @@ impl World {
     }
 
     pub async fn client_with_env(&self, env: Vec<(String, String)>, args: &[&str], era: Era) -> Client {
+        connect(PlainClient, self.transport(env, args), era).await
+    }
+
+    /// The server as a child process, ready for a client of any kind.
+    pub fn transport(&self, env: Vec<(String, String)>, args: &[&str]) -> TokioChildProcess {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_factory-mcp"));
         cmd.arg("serve")
             .arg("--workspace")
@@ -120,24 +125,26 @@ impl World {
             .env_clear()
             .envs(env)
             .current_dir(self.workspace.path());
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.stderr_path())
+            .expect("stderr log");
         let (transport, _stderr) = TokioChildProcess::builder(cmd)
-            .stderr(std::process::Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn factory-mcp");
-        let client = match era {
-            Era::Legacy => PlainClient.serve(transport).await,
-            Era::Modern => {
-                PlainClient
-                    .serve_with_lifecycle(
-                        transport,
-                        ClientLifecycleMode::Discover {
-                            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                        },
-                    )
-                    .await
-            }
-        };
-        client.expect("client connects")
+        transport
+    }
+
+    /// Where every server process of this world writes its stderr (for leak checks).
+    pub fn stderr_path(&self) -> PathBuf {
+        self.home.path().join("server-stderr.log")
+    }
+
+    /// The state directory every server of this world uses.
+    pub fn state_dir(&self) -> PathBuf {
+        self.home.path().join(".state").join("factory-mcp")
     }
 
     pub fn workspace_path(&self) -> PathBuf {
@@ -145,14 +152,36 @@ impl World {
     }
 }
 
+/// Connect `handler` to a server over `transport` in `era`.
+pub async fn connect<H: ClientHandler>(handler: H, transport: TokioChildProcess, era: Era) -> RunningService<RoleClient, H> {
+    let client = match era {
+        Era::Legacy => handler.serve(transport).await,
+        Era::Modern => {
+            handler
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+        }
+    };
+    client.expect("client connects")
+}
+
 /// Call a tool; a protocol error panics (tests that expect one use `try_call`).
-pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+pub async fn call<H: ClientHandler>(client: &RunningService<RoleClient, H>, name: &str, args: Value) -> CallToolResult {
     try_call(client, name, args)
         .await
         .unwrap_or_else(|e| panic!("{name}: protocol error {e}"))
 }
 
-pub async fn try_call(client: &Client, name: &str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
+pub async fn try_call<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    name: &str,
+    args: Value,
+) -> Result<CallToolResult, rmcp::ServiceError> {
     let Value::Object(map) = args else { panic!("arguments must be an object") };
     client
         .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(map))

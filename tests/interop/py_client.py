@@ -47,7 +47,7 @@ EXPECTED_TOOLS = {
 EXPECTED_PROTOCOL = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 UNKNOWN_RUN_ID = "interop-no-such-run-0000"
 PER_REQUEST_TIMEOUT_S = 60.0
-OVERALL_TIMEOUT_S = 240.0
+OVERALL_TIMEOUT_S = 150.0
 
 
 class CheckFailed(Exception):
@@ -126,7 +126,10 @@ async def exercise(r: Runner, mode: str) -> dict[str, Any]:
     listed = await c.list_tools(cache_mode="refresh")
     names = [t.name for t in listed.tools]
     check(len(names) == len(set(names)), f"duplicate tool names: {names}")
-    check(set(names) == EXPECTED_TOOLS, f"tools differ: missing {sorted(EXPECTED_TOOLS - set(names))}, unexpected {sorted(set(names) - EXPECTED_TOOLS)}")
+    # Every tool this script knows must be there; tools added later are reported, not failed
+    # (extend this script to call them).
+    check(EXPECTED_TOOLS <= set(names), f"tools missing: {sorted(EXPECTED_TOOLS - set(names))}")
+    extra_tools = sorted(set(names) - EXPECTED_TOOLS)
     tools_list_bytes = len(json.dumps(listed.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":")))
     for t in listed.tools:
         check(t.output_schema is not None, f"{t.name}: no outputSchema")
@@ -138,7 +141,7 @@ async def exercise(r: Runner, mode: str) -> dict[str, Any]:
     # listing; make sure that cache holds every tool's, i.e. the SDK's own validation is on.
     cached = getattr(c.session, "_tool_output_schemas", None)
     check(isinstance(cached, dict), "the SDK's output-schema cache is missing: cannot be sure it validates")
-    check(all(cached.get(n) for n in EXPECTED_TOOLS), f"the SDK did not cache every output schema: {sorted(k for k, v in cached.items() if v)}")
+    check(all(cached.get(n) for n in names), f"the SDK did not cache every output schema: {sorted(k for k, v in cached.items() if v)}")
 
     run_id = r.run_id
 
@@ -214,6 +217,7 @@ async def exercise(r: Runner, mode: str) -> dict[str, Any]:
     return {
         "protocol": proto,
         "tools": len(names),
+        "extra_tools": extra_tools,
         "calls": len(r.called),
         "tools_list_bytes": tools_list_bytes,
         "run_status": run["status"],

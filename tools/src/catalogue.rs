@@ -112,6 +112,27 @@ pub const CATALOGUE: &[ToolSpec] = &[
         description: "Validate a prime-rl TOML config (file under the workspace or inline) against the prime-rl schema and the hosted-run rules; findings carry severity, dotted path, message and hint.",
     },
     ToolSpec {
+        name: "plan_run",
+        toolset: Toolset::Launch,
+        hints: hints(true, false, false, true),
+        title: "Plan a training run",
+        description: "Validate a config, resolve owner, GPUs and volume, price it, check budgets and duplicates, and store a launch plan. Changes nothing on the platform.",
+    },
+    ToolSpec {
+        name: "launch_run",
+        toolset: Toolset::Launch,
+        hints: hints(false, false, true, true),
+        title: "Launch a planned run",
+        description: "Launch the run of a plan_id (billable) after a person confirms it; at most one run per plan, even across retries.",
+    },
+    ToolSpec {
+        name: "stop_run",
+        toolset: Toolset::Lifecycle,
+        hints: hints(false, true, true, true),
+        title: "Stop a run",
+        description: "Stop a run and wait (bounded) for a terminal state; stopping a stopped run is a no-op.",
+    },
+    ToolSpec {
         name: "list_runs",
         toolset: Toolset::Runs,
         hints: READ,

@@ -4,6 +4,8 @@
 
 pub mod account;
 pub mod catalogue;
+pub mod config_tool;
+pub mod launch;
 pub mod owner;
 pub mod reply;
 pub mod runs;
@@ -19,11 +21,13 @@ pub use server::FactoryServer;
 pub use state::AppState;
 
 /// Short guidance for assistants: how the tools fit together.
-pub const INSTRUCTIONS: &str = "Operate Prime Intellect Model Factory training runs. Start with whoami (who and which team), then list_models/list_gpus. Check a config with validate_config before planning. Read runs with list_runs, get_run, get_progress, get_metrics, get_logs (bounded; pass component/level/search), list_checkpoints, list_traces; fetch_traces writes trace files under the workspace. Secrets are never passed as values: name them (WANDB_API_KEY, HF_TOKEN).";
+pub const INSTRUCTIONS: &str = "Operate Prime Intellect Model Factory training runs. Start with whoami (who and which team), then list_models/list_gpus. Check a config with validate_config, then plan_run (validates, prices, checks budgets and duplicates; changes nothing) and launch_run with the plan_id (billable: a person confirms it; retrying never duplicates a run); stop_run stops. Read runs with list_runs, get_run, get_progress, get_metrics, get_logs (bounded; pass component/level/search), list_checkpoints, list_traces; fetch_traces writes trace files under the workspace. Secrets are never passed as values: name them (WANDB_API_KEY, HF_TOKEN).";
 
 /// Every tool this server implements, in catalogue order.
 pub fn all_tools() -> Vec<server::ToolDef<AppState>> {
     let mut defs = account::tools();
+    defs.extend(config_tool::tools());
+    defs.extend(launch::tools());
     defs.extend(runs::tools());
     defs.extend(traces::tools());
     defs
@@ -58,7 +62,9 @@ mod tests {
             let problems = schema::portability_violations(&input);
             assert!(problems.is_empty(), "{}: {problems:#?}\n{input:#}", def.spec.name);
             let output = def.tool.output_schema.as_ref().expect("every tool has an output schema");
-            assert_eq!(output.get("type"), Some(&serde_json::json!("object")), "{}", def.spec.name);
+            let output = serde_json::Value::Object((**output).clone());
+            let problems = schema::output_violations(&output);
+            assert!(problems.is_empty(), "{} output: {problems:#?}", def.spec.name);
         }
     }
 

@@ -11,7 +11,7 @@ pub enum Outcome<O> {
     /// The usual answer: a one-line summary and the structured body.
     Done { summary: String, body: O },
     /// A protocol-level response built by the tool itself (the input-required round trip).
-    Response(CallToolResponse),
+    Response(Box<CallToolResponse>),
 }
 
 impl<O> Outcome<O> {

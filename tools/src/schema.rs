@@ -140,10 +140,53 @@ pub fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
 pub fn output_schema<T: JsonSchema>() -> Arc<JsonObject> {
     let settings = SchemaSettings::draft2020_12()
         .with(|s| s.inline_subschemas = true)
+        .with_transform(ReplaceBoolSchemas::default())
         .with_transform(RestrictFormats::default());
     let mut obj = to_object(settings.into_generator().into_root_schema_for::<T>());
     obj.remove("description");
     Arc::new(obj)
+}
+
+/// Problems in an output schema that strict clients reject: boolean schemas and references
+/// (nullable unions are allowed there, since results do carry nulls).
+pub fn output_violations(schema: &Value) -> Vec<String> {
+    fn walk_out(v: &Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Bool(_) => out.push(format!("{path}: boolean schema")),
+            Value::Object(obj) => {
+                for key in ["$ref", "$defs", "definitions"] {
+                    if obj.contains_key(key) {
+                        out.push(format!("{path}: uses `{key}`"));
+                    }
+                }
+                for (k, sub) in obj {
+                    match (k.as_str(), sub) {
+                        ("properties", Value::Object(props)) => {
+                            for (name, s) in props {
+                                walk_out(s, &format!("{path}.{name}"), out);
+                            }
+                        }
+                        ("items" | "additionalProperties", s) if !matches!(s, Value::Bool(false)) => {
+                            walk_out(s, &format!("{path}.{k}"), out)
+                        }
+                        ("anyOf" | "oneOf" | "allOf", Value::Array(branches)) => {
+                            for (i, b) in branches.iter().enumerate() {
+                                walk_out(b, &format!("{path}.{k}[{i}]"), out);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => out.push(format!("{path}: not a schema")),
+        }
+    }
+    let mut out = Vec::new();
+    if schema.get("type") != Some(&Value::String("object".into())) {
+        out.push("$: root is not `type: object`".into());
+    }
+    walk_out(schema, "$", &mut out);
+    out
 }
 
 /// Every way `schema` breaks the portability rules, as `path: problem` lines.

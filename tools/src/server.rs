@@ -25,6 +25,8 @@ use crate::{
 
 /// Everything a tool call carries besides its arguments.
 pub struct Call {
+    /// The arguments exactly as sent, for the secret guard.
+    pub arguments: serde_json::Value,
     pub ctx: RequestContext<RoleServer>,
     pub request_state: Option<String>,
     pub input_responses: Option<InputResponses>,
@@ -68,6 +70,8 @@ where
         let f = f.clone();
         Box::pin(async move {
             let value = serde_json::Value::Object(args.unwrap_or_default());
+            let mut call = call;
+            call.arguments = value.clone();
             let parsed: A = match serde_json::from_value(value) {
                 Ok(a) => a,
                 Err(e) => {
@@ -82,7 +86,7 @@ where
                 Ok(Outcome::Done { summary, body }) => {
                     reply::success(&summary, &body, redactor_state.redactor()).into()
                 }
-                Ok(Outcome::Response(r)) => r,
+                Ok(Outcome::Response(r)) => *r,
                 Err(e) => reply::failure(&e.message, redactor_state.redactor()).into(),
             }
         })
@@ -185,6 +189,7 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
         };
         let span = tracing::info_span!("tool", name = def.spec.name);
         let call = Call {
+            arguments: serde_json::Value::Null,
             ctx: context,
             request_state: request.request_state,
             input_responses: request.input_responses,

@@ -4,16 +4,23 @@
 use std::path::PathBuf;
 
 use factory_platform::{PlatformClient, PlatformError, PlatformSettings, SettingSource};
-use factory_policies::{KnownSecrets, Policy, Redactor, SecretGuard, Workspace};
+use std::sync::Arc;
+
+use factory_policies::{KnownSecrets, Policy, Redactor, SecretGuard, Workspace, store::Store};
 use secrecy::SecretString;
 use serde_json::Value;
 
 use crate::reply::{Redact, ToolError};
 use crate::server::HasRedactor;
 
-/// Bounds on what one answer may carry.
+/// Bounds on what one answer may carry, and on how long a call may wait.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// Longest `launch_run` waits for a new volume to be RUNNING before answering "in progress".
+    pub volume_wait: std::time::Duration,
+    pub volume_poll: std::time::Duration,
+    /// Poll interval while `stop_run` waits for a terminal state.
+    pub stop_poll: std::time::Duration,
     /// Largest log text returned by one `get_logs` call (newest lines kept).
     pub log_bytes: usize,
     /// Largest number of metric records returned by one `get_metrics` call (newest kept).
@@ -25,6 +32,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
+            volume_wait: std::time::Duration::from_secs(30),
+            volume_poll: std::time::Duration::from_secs(2),
+            stop_poll: std::time::Duration::from_secs(3),
             log_bytes: 64 * 1024,
             metric_records: 500,
             status_scan_pages: 10,
@@ -42,6 +52,9 @@ pub struct AppState {
     /// The platform is the embedded simulator: results say so.
     pub sandbox: bool,
     pub limits: Limits,
+    store: Result<Arc<Store>, String>,
+    /// Values of the secrets a run may receive (WANDB_API_KEY, HF_TOKEN), by name.
+    forwardable: Vec<(String, SecretString)>,
 }
 
 impl AppState {
@@ -61,7 +74,30 @@ impl AppState {
             workspace,
             sandbox,
             limits: Limits::default(),
+            store: Err("no state directory was configured".into()),
+            forwardable: Vec::new(),
         }
+    }
+
+    /// Use this durable state store (plans, approvals, the dispatch journal, the audit log).
+    pub fn with_store(mut self, store: Result<Arc<Store>, String>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// The state store, or why there is none.
+    pub fn store(&self) -> Result<&Store, ToolError> {
+        self.store
+            .as_deref()
+            .map_err(|why| ToolError::new(format!("The server's state store is unavailable: {why}")))
+    }
+
+    /// The value of a forwardable secret the server holds.
+    pub fn secret_value(&self, name: &str) -> Option<SecretString> {
+        self.forwardable
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
     }
 
     /// The platform client, or an error saying how to configure credentials.
@@ -99,7 +135,7 @@ impl AppState {
         env: &dyn Fn(&str) -> Option<String>,
         extra_known: KnownSecrets,
     ) -> Result<Built, String> {
-        let mut known = known_secrets(&policy, env)?;
+        let (mut known, forwardable) = known_secrets(&policy, env)?;
         known.extend(&extra_known);
         let platform = platform_settings(&policy, over).and_then(|s| {
             if let Some(key) = &s.api_key {
@@ -117,14 +153,20 @@ impl AppState {
             home.as_deref(),
         )
         .map_err(|e| e.to_string());
-        let state = AppState::new(
+        let store = Store::default_dir(env)
+            .ok_or_else(|| "set XDG_STATE_HOME or HOME so the server has a state directory".to_string())
+            .and_then(|dir| Store::open(&dir).map_err(|e| e.to_string()))
+            .map(Arc::new);
+        let mut state = AppState::new(
             platform,
             policy,
             SecretGuard::new(known.clone()),
             Redactor::new(known.clone()),
             workspace,
             over.is_some(),
-        );
+        )
+        .with_store(store);
+        state.forwardable = forwardable;
         Ok(Built { state, known })
     }
 }
@@ -134,8 +176,14 @@ impl AppState {
 fn known_secrets(
     policy: &Policy,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<KnownSecrets, String> {
+) -> Result<(KnownSecrets, Vec<(String, SecretString)>), String> {
     let mut known = KnownSecrets::from_env(|k| env(k));
+    let mut forwardable: Vec<(String, SecretString)> = Vec::new();
+    for name in ["WANDB_API_KEY", "HF_TOKEN"] {
+        if let Some(v) = env(name).filter(|v| !v.trim().is_empty()) {
+            forwardable.push((name.to_string(), SecretString::from(v)));
+        }
+    }
     if let Some(path) = &policy.secrets.env_file {
         let text = std::fs::read_to_string(path).map_err(|e| {
             format!("cannot read secrets.env_file {}: {e}", path.display())
@@ -149,12 +197,17 @@ fn known_secrets(
             if let Some((k, v)) = line.split_once('=') {
                 let v = v.trim().trim_matches('"').trim_matches('\'');
                 if !v.is_empty() {
-                    known.add(k.trim().to_string(), &SecretString::from(v.to_string()));
+                    let value = SecretString::from(v.to_string());
+                    known.add(k.trim().to_string(), &value);
+                    let k = k.trim();
+                    if ["WANDB_API_KEY", "HF_TOKEN"].contains(&k) && !forwardable.iter().any(|(n, _)| n == k) {
+                        forwardable.push((k.to_string(), value));
+                    }
                 }
             }
         }
     }
-    Ok(known)
+    Ok((known, forwardable))
 }
 
 fn platform_settings(

@@ -17,9 +17,8 @@ use tokio::process::Command;
 
 pub use factory_config::account::{AccountFacts, apply as apply_account_facts};
 pub use factory_config::{
-    CheckerRun, CheckerStatus as Status, Finding as ValidationFinding, Mode as ConfigMode,
-    Report, SCHEMA_COMMIT, Severity as FindingSeverity, Source as FindingSource, SyntaxError,
-    parse,
+    CheckerRun, CheckerStatus as Status, Finding as ValidationFinding, Mode as ConfigMode, Report,
+    SCHEMA_COMMIT, Severity as FindingSeverity, Source as FindingSource, SyntaxError, parse,
 };
 
 /// The most output read from a checker (stdout and stderr each).
@@ -76,23 +75,52 @@ pub async fn validate(input: ValidationInput) -> Report {
         Err(e) => {
             let mode = if input.sft { Mode::Sft } else { Mode::Rl };
             let mut report = Report::new(mode);
-            report.push(Finding::error("", e.to_string()).hint("Fix the TOML syntax; nothing else was checked."));
-            report.checker("native", CheckerStatus::Failed, "the file is not valid TOML");
+            report.push(
+                Finding::error("", e.to_string())
+                    .hint("Fix the TOML syntax; nothing else was checked."),
+            );
+            report.checker(
+                "native",
+                CheckerStatus::Failed,
+                "the file is not valid TOML",
+            );
             return report;
         }
     };
     let mut report = factory_config::validate_table(doc.clone(), &opts);
     let (mode, schema_doc) = factory_config::schema_input(doc, input.sft);
-    let search = input.search_path.clone().or_else(|| std::env::var_os("PATH"));
+    let search = input
+        .search_path
+        .clone()
+        .or_else(|| std::env::var_os("PATH"));
 
     match &input.prime_rl_checkout {
-        None => report.checker("prime_rl_checkout", CheckerStatus::Skipped, "no prime-rl checkout given"),
+        None => report.checker(
+            "prime_rl_checkout",
+            CheckerStatus::Skipped,
+            "no prime-rl checkout given",
+        ),
         Some(dir) => {
-            checkout_checker(&mut report, dir, mode, &schema_doc, search.as_deref(), input.timeout).await
+            checkout_checker(
+                &mut report,
+                dir,
+                mode,
+                &schema_doc,
+                search.as_deref(),
+                input.timeout,
+            )
+            .await
         }
     }
     if input.prime_cli {
-        prime_cli_checker(&mut report, &input.toml, input.sft, search.as_deref(), input.timeout).await;
+        prime_cli_checker(
+            &mut report,
+            &input.toml,
+            input.sft,
+            search.as_deref(),
+            input.timeout,
+        )
+        .await;
     } else {
         report.checker("prime_cli", CheckerStatus::Skipped, "not requested");
     }
@@ -103,10 +131,12 @@ pub async fn validate(input: ValidationInput) -> Report {
 /// The program `name` in the directories of `path`, if it is there and executable.
 fn find_program(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(path?).map(|d| d.join(name)).find(|p| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    std::env::split_paths(path?)
+        .map(|d| d.join(name))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// How a child process ended.
@@ -122,11 +152,15 @@ enum Outcome {
 
 /// Run a command with `stdin` as input, killed (with its process group) after `timeout`.
 async fn run(mut cmd: Command, stdin: Option<Vec<u8>>, timeout: Duration) -> Outcome {
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .kill_on_drop(true)
+    .process_group(0);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return Outcome::SpawnFailed(e.to_string()),
@@ -185,15 +219,24 @@ fn last_json(text: &str) -> Option<serde_json::Map<String, Json>> {
     if let Ok(Json::Object(m)) = serde_json::from_str::<Json>(text.trim()) {
         return Some(m);
     }
-    text.lines().rev().find_map(|l| match serde_json::from_str::<Json>(l.trim()) {
-        Ok(Json::Object(m)) => Some(m),
-        _ => None,
-    })
+    text.lines()
+        .rev()
+        .find_map(|l| match serde_json::from_str::<Json>(l.trim()) {
+            Ok(Json::Object(m)) => Some(m),
+            _ => None,
+        })
 }
 
 fn first_line(text: &str) -> String {
-    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
-    let mut s: String = factory_config::secrets::scrub(line).chars().take(300).collect();
+    let line = text
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("");
+    let mut s: String = factory_config::secrets::scrub(line)
+        .chars()
+        .take(300)
+        .collect();
     if s.is_empty() {
         s = "no output".into();
     }
@@ -203,15 +246,55 @@ fn first_line(text: &str) -> String {
 /// Union tags pydantic puts in locations (`deployment.single_node.x` → `deployment.x`).
 fn normalise_loc(loc: &str) -> String {
     const TAGS: &[&str] = &[
-        "single_node", "multi_node", "disaggregated", "filesystem", "nccl", "nixl", "zmq",
-        "default", "ipo", "custom", "sgd", "adamw", "muon", "sign_sgd", "constant", "linear",
-        "cosine", "fp8", "mxfp8", "grpo", "echo", "max_rl", "rae", "hierarchical_grpo", "opd",
-        "opsd", "sft", "fake", "standard", "difficulty_pool", "vllm-router", "llm-d", "native",
-        "mooncake", "advantage_range",
+        "single_node",
+        "multi_node",
+        "disaggregated",
+        "filesystem",
+        "nccl",
+        "nixl",
+        "zmq",
+        "default",
+        "ipo",
+        "custom",
+        "sgd",
+        "adamw",
+        "muon",
+        "sign_sgd",
+        "constant",
+        "linear",
+        "cosine",
+        "fp8",
+        "mxfp8",
+        "grpo",
+        "echo",
+        "max_rl",
+        "rae",
+        "hierarchical_grpo",
+        "opd",
+        "opsd",
+        "sft",
+        "fake",
+        "standard",
+        "difficulty_pool",
+        "vllm-router",
+        "llm-d",
+        "native",
+        "mooncake",
+        "advantage_range",
     ];
     const UNIONS: &[&str] = &[
-        "deployment", "weight_broadcast", "rollout_transport", "loss", "optim", "scheduler",
-        "quantization", "algo", "sampler", "router", "kv_cache_offload", "data",
+        "deployment",
+        "weight_broadcast",
+        "rollout_transport",
+        "loss",
+        "optim",
+        "scheduler",
+        "quantization",
+        "algo",
+        "sampler",
+        "router",
+        "kv_cache_offload",
+        "data",
     ];
     let segs: Vec<&str> = loc.split('.').collect();
     let mut out: Vec<&str> = Vec::with_capacity(segs.len());
@@ -227,7 +310,12 @@ fn normalise_loc(loc: &str) -> String {
 
 /// Merge a checker's errors: errors at a path the native rules already flagged are counted,
 /// not repeated.
-fn merge(report: &mut Report, source: Source, errors: Vec<(String, String)>, what: &str) -> (usize, usize) {
+fn merge(
+    report: &mut Report,
+    source: Source,
+    errors: Vec<(String, String)>,
+    what: &str,
+) -> (usize, usize) {
     let native: Vec<String> = report
         .findings
         .iter()
@@ -282,10 +370,24 @@ except Exception as e:
     print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
 "#;
 
-async fn checkout_checker(report: &mut Report, dir: &Path, mode: Mode, doc: &toml::Table, path: Option<&OsStr>, timeout: Duration) {
+async fn checkout_checker(
+    report: &mut Report,
+    dir: &Path,
+    mode: Mode,
+    doc: &toml::Table,
+    path: Option<&OsStr>,
+    timeout: Duration,
+) {
     const NAME: &str = "prime_rl_checkout";
     if !dir.join("pyproject.toml").is_file() {
-        report.checker(NAME, CheckerStatus::Skipped, format!("{} is not a prime-rl checkout (no pyproject.toml)", dir.display()));
+        report.checker(
+            NAME,
+            CheckerStatus::Skipped,
+            format!(
+                "{} is not a prime-rl checkout (no pyproject.toml)",
+                dir.display()
+            ),
+        );
         return;
     }
     let Some(uv) = find_program("uv", path) else {
@@ -295,14 +397,27 @@ async fn checkout_checker(report: &mut Report, dir: &Path, mode: Mode, doc: &tom
     let config = match serde_json::to_value(doc) {
         Ok(v) => v,
         Err(e) => {
-            report.checker(NAME, CheckerStatus::Failed, format!("cannot hand the config over as JSON: {e}"));
+            report.checker(
+                NAME,
+                CheckerStatus::Failed,
+                format!("cannot hand the config over as JSON: {e}"),
+            );
             return;
         }
     };
     let input = serde_json::json!({ "mode": mode.as_str(), "config": config }).to_string();
     let mut cmd = Command::new(uv);
-    cmd.args(["run", "--no-sync", "python", "-B", "-c", CHECKOUT_SCRIPT]).current_dir(dir).env_clear();
-    for key in ["HOME", "LANG", "TMPDIR", "XDG_CACHE_HOME", "UV_CACHE_DIR", "UV_PYTHON_INSTALL_DIR"] {
+    cmd.args(["run", "--no-sync", "python", "-B", "-c", CHECKOUT_SCRIPT])
+        .current_dir(dir)
+        .env_clear();
+    for key in [
+        "HOME",
+        "LANG",
+        "TMPDIR",
+        "XDG_CACHE_HOME",
+        "UV_CACHE_DIR",
+        "UV_PYTHON_INSTALL_DIR",
+    ] {
         if let Some(v) = std::env::var_os(key) {
             cmd.env(key, v);
         }
@@ -311,9 +426,21 @@ async fn checkout_checker(report: &mut Report, dir: &Path, mode: Mode, doc: &tom
         cmd.env("PATH", p);
     }
     match run(cmd, Some(input.into_bytes()), timeout).await {
-        Outcome::SpawnFailed(e) => report.checker(NAME, CheckerStatus::Failed, format!("could not start uv: {e}")),
-        Outcome::TimedOut => report.checker(NAME, CheckerStatus::TimedOut, format!("no verdict within {} s; stopped", timeout.as_secs())),
-        Outcome::Done { code, stdout, stderr } => match last_json(&stdout) {
+        Outcome::SpawnFailed(e) => report.checker(
+            NAME,
+            CheckerStatus::Failed,
+            format!("could not start uv: {e}"),
+        ),
+        Outcome::TimedOut => report.checker(
+            NAME,
+            CheckerStatus::TimedOut,
+            format!("no verdict within {} s; stopped", timeout.as_secs()),
+        ),
+        Outcome::Done {
+            code,
+            stdout,
+            stderr,
+        } => match last_json(&stdout) {
             Some(obj) if obj.contains_key("valid") => {
                 let errors: Vec<(String, String)> = obj
                     .get("errors")
@@ -321,7 +448,9 @@ async fn checkout_checker(report: &mut Report, dir: &Path, mode: Mode, doc: &tom
                     .map(|a| {
                         a.iter()
                             .map(|e| {
-                                let s = |k: &str| e.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+                                let s = |k: &str| {
+                                    e.get(k).and_then(Json::as_str).unwrap_or("").to_string()
+                                };
                                 (s("loc"), s("msg"))
                             })
                             .collect()
@@ -331,21 +460,61 @@ async fn checkout_checker(report: &mut Report, dir: &Path, mode: Mode, doc: &tom
                 let deferred: Vec<String> = obj
                     .get("deferred")
                     .and_then(Json::as_array)
-                    .map(|a| a.iter().filter_map(|d| d.as_str().map(String::from)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|d| d.as_str().map(String::from))
+                            .collect()
+                    })
                     .unwrap_or_default();
-                let (added, agreed) = merge(report, Source::PrimeRlCheckout, errors, "the prime-rl checkout's own schema");
-                let verdict = if n == 0 { "valid".to_string() } else { format!("{n} error(s): {added} new, {agreed} also found natively") };
-                let deferred = if deferred.is_empty() { String::new() } else { format!("; deferred (plugin-dependent): {}", deferred.join(", ")) };
-                report.checker(NAME, CheckerStatus::Ran, format!("{} schema of {}: {verdict}{deferred}", mode.as_str().to_uppercase(), dir.display()));
+                let (added, agreed) = merge(
+                    report,
+                    Source::PrimeRlCheckout,
+                    errors,
+                    "the prime-rl checkout's own schema",
+                );
+                let verdict = if n == 0 {
+                    "valid".to_string()
+                } else {
+                    format!("{n} error(s): {added} new, {agreed} also found natively")
+                };
+                let deferred = if deferred.is_empty() {
+                    String::new()
+                } else {
+                    format!("; deferred (plugin-dependent): {}", deferred.join(", "))
+                };
+                report.checker(
+                    NAME,
+                    CheckerStatus::Ran,
+                    format!(
+                        "{} schema of {}: {verdict}{deferred}",
+                        mode.as_str().to_uppercase(),
+                        dir.display()
+                    ),
+                );
             }
             Some(obj) => {
-                let msg = obj.get("error").and_then(Json::as_str).unwrap_or("unexpected answer");
-                report.checker(NAME, CheckerStatus::Failed, format!("the checkout could not validate: {}", first_line(msg)));
+                let msg = obj
+                    .get("error")
+                    .and_then(Json::as_str)
+                    .unwrap_or("unexpected answer");
+                report.checker(
+                    NAME,
+                    CheckerStatus::Failed,
+                    format!("the checkout could not validate: {}", first_line(msg)),
+                );
             }
             None => report.checker(
                 NAME,
                 CheckerStatus::Failed,
-                format!("no verdict (exit {}): {}", code.map_or("?".into(), |c| c.to_string()), first_line(if stderr.trim().is_empty() { &stdout } else { &stderr })),
+                format!(
+                    "no verdict (exit {}): {}",
+                    code.map_or("?".into(), |c| c.to_string()),
+                    first_line(if stderr.trim().is_empty() {
+                        &stdout
+                    } else {
+                        &stderr
+                    })
+                ),
             ),
         },
     }
@@ -364,28 +533,48 @@ fn cli_errors(message: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn prime_cli_checker(report: &mut Report, text: &str, sft: bool, path: Option<&OsStr>, timeout: Duration) {
+async fn prime_cli_checker(
+    report: &mut Report,
+    text: &str,
+    sft: bool,
+    path: Option<&OsStr>,
+    timeout: Duration,
+) {
     const NAME: &str = "prime_cli";
     let Some(prime) = find_program("prime", path) else {
         report.checker(NAME, CheckerStatus::Skipped, "prime is not on PATH");
         return;
     };
-    let file = match tempfile::Builder::new().prefix("factory-mcp-").suffix(".toml").tempfile() {
+    let file = match tempfile::Builder::new()
+        .prefix("factory-mcp-")
+        .suffix(".toml")
+        .tempfile()
+    {
         Ok(mut f) => {
             use std::io::Write;
             if let Err(e) = f.write_all(text.as_bytes()) {
-                report.checker(NAME, CheckerStatus::Failed, format!("cannot write a temporary copy of the config: {e}"));
+                report.checker(
+                    NAME,
+                    CheckerStatus::Failed,
+                    format!("cannot write a temporary copy of the config: {e}"),
+                );
                 return;
             }
             f
         }
         Err(e) => {
-            report.checker(NAME, CheckerStatus::Failed, format!("cannot create a temporary file: {e}"));
+            report.checker(
+                NAME,
+                CheckerStatus::Failed,
+                format!("cannot create a temporary file: {e}"),
+            );
             return;
         }
     };
     let mut cmd = Command::new(prime);
-    cmd.args(["train", "validate"]).arg(file.path()).args(["-o", "json"]);
+    cmd.args(["train", "validate"])
+        .arg(file.path())
+        .args(["-o", "json"]);
     if sft {
         cmd.arg("--sft");
     }
@@ -393,18 +582,38 @@ async fn prime_cli_checker(report: &mut Report, text: &str, sft: bool, path: Opt
         cmd.env("PATH", p);
     }
     match run(cmd, None, timeout).await {
-        Outcome::SpawnFailed(e) => report.checker(NAME, CheckerStatus::Failed, format!("could not start prime: {e}")),
-        Outcome::TimedOut => report.checker(NAME, CheckerStatus::TimedOut, format!("no verdict within {} s; stopped", timeout.as_secs())),
-        Outcome::Done { code, stdout, stderr } => match last_json(&stdout) {
+        Outcome::SpawnFailed(e) => report.checker(
+            NAME,
+            CheckerStatus::Failed,
+            format!("could not start prime: {e}"),
+        ),
+        Outcome::TimedOut => report.checker(
+            NAME,
+            CheckerStatus::TimedOut,
+            format!("no verdict within {} s; stopped", timeout.as_secs()),
+        ),
+        Outcome::Done {
+            code,
+            stdout,
+            stderr,
+        } => match last_json(&stdout) {
             Some(obj) if obj.contains_key("error") => {
                 let msg = obj.get("error").and_then(Json::as_str).unwrap_or("");
                 let errors = cli_errors(msg);
                 if msg.contains("validation failed") && !errors.is_empty() {
                     let n = errors.len();
-                    let (added, agreed) = merge(report, Source::PrimeCli, errors, "`prime train validate`");
+                    let (added, agreed) =
+                        merge(report, Source::PrimeCli, errors, "`prime train validate`");
                     report.checker(NAME, CheckerStatus::Ran, format!("prime train validate: {n} error(s): {added} new, {agreed} also found natively"));
                 } else {
-                    report.checker(NAME, CheckerStatus::Failed, format!("prime train validate could not validate: {}", first_line(msg)));
+                    report.checker(
+                        NAME,
+                        CheckerStatus::Failed,
+                        format!(
+                            "prime train validate could not validate: {}",
+                            first_line(msg)
+                        ),
+                    );
                 }
             }
             Some(obj) => {
@@ -428,7 +637,15 @@ async fn prime_cli_checker(report: &mut Report, text: &str, sft: bool, path: Opt
             None => report.checker(
                 NAME,
                 CheckerStatus::Failed,
-                format!("no JSON verdict (exit {}): {}", code.map_or("?".into(), |c| c.to_string()), first_line(if stderr.trim().is_empty() { &stdout } else { &stderr })),
+                format!(
+                    "no JSON verdict (exit {}): {}",
+                    code.map_or("?".into(), |c| c.to_string()),
+                    first_line(if stderr.trim().is_empty() {
+                        &stdout
+                    } else {
+                        &stderr
+                    })
+                ),
             ),
         },
     }
@@ -440,10 +657,19 @@ mod tests {
 
     #[test]
     fn union_tags_are_dropped_from_locations() {
-        assert_eq!(normalise_loc("deployment.single_node.num_train_nodes"), "deployment.num_train_nodes");
-        assert_eq!(normalise_loc("trainer.optim.sgd.betas1"), "trainer.optim.betas1");
+        assert_eq!(
+            normalise_loc("deployment.single_node.num_train_nodes"),
+            "deployment.num_train_nodes"
+        );
+        assert_eq!(
+            normalise_loc("trainer.optim.sgd.betas1"),
+            "trainer.optim.betas1"
+        );
         assert_eq!(normalise_loc("data.sft.batch_size"), "data.batch_size");
-        assert_eq!(normalise_loc("orchestrator.batch_size"), "orchestrator.batch_size");
+        assert_eq!(
+            normalise_loc("orchestrator.batch_size"),
+            "orchestrator.batch_size"
+        );
     }
 
     #[test]

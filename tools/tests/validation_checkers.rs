@@ -36,7 +36,9 @@ struct Bin {
 
 impl Bin {
     fn new() -> Self {
-        Bin { dir: tempfile::tempdir().expect("tempdir") }
+        Bin {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
     }
     fn script(&self, name: &str, body: &str) {
         let p = self.dir.path().join(name);
@@ -45,7 +47,8 @@ impl Bin {
     }
     fn path(&self) -> std::ffi::OsString {
         // The stand-ins need sh, cat and sleep from the system.
-        std::env::join_paths([self.dir.path(), Path::new("/usr/bin"), Path::new("/bin")]).expect("path")
+        std::env::join_paths([self.dir.path(), Path::new("/usr/bin"), Path::new("/bin")])
+            .expect("path")
     }
     fn file(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
@@ -54,7 +57,11 @@ impl Bin {
 
 fn checkout() -> tempfile::TempDir {
     let d = tempfile::tempdir().expect("tempdir");
-    std::fs::write(d.path().join("pyproject.toml"), "[project]\nname = \"prime-rl\"\n").expect("pyproject");
+    std::fs::write(
+        d.path().join("pyproject.toml"),
+        "[project]\nname = \"prime-rl\"\n",
+    )
+    .expect("pyproject");
     d
 }
 
@@ -66,7 +73,10 @@ fn input(bin: &Bin, toml: &str) -> ValidationInput {
 }
 
 fn checker<'a>(r: &'a Report, name: &str) -> &'a factory_config::CheckerRun {
-    r.checkers.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no {name} checker in {:?}", r.checkers))
+    r.checkers
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no {name} checker in {:?}", r.checkers))
 }
 
 #[tokio::test]
@@ -85,14 +95,20 @@ async fn checkout_errors_are_merged_with_their_source_and_union_tags_dropped() {
     i.prime_rl_checkout = Some(co.path().to_path_buf());
     let r = validate(i).await;
     assert!(!r.valid, "the checkout's error makes the config invalid");
-    let f = r.findings.iter().find(|f| f.source == Source::PrimeRlCheckout).expect("a checkout finding");
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.source == Source::PrimeRlCheckout)
+        .expect("a checkout finding");
     assert_eq!(f.path, "deployment.foo");
     assert_eq!(f.severity, Severity::Error);
     let c = checker(&r, "prime_rl_checkout");
     assert_eq!(c.status, CheckerStatus::Ran);
     assert!(c.detail.contains("deferred"), "{}", c.detail);
     // The checkout saw the schema's input: mode chosen, hosted keys stripped.
-    let sent: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(stdin_copy).expect("stdin copy")).expect("json");
+    let sent: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stdin_copy).expect("stdin copy"))
+            .expect("json");
     assert_eq!(sent["mode"], "rl");
     assert!(sent["config"].get("gpu_type").is_none() && sent["config"].get("name").is_none());
     assert_eq!(sent["config"]["max_steps"], 10);
@@ -101,7 +117,10 @@ async fn checkout_errors_are_merged_with_their_source_and_union_tags_dropped() {
 #[tokio::test]
 async fn a_checkout_that_accepts_leaves_the_native_verdict() {
     let bin = Bin::new();
-    bin.script("uv", "cat > /dev/null\necho '{\"valid\": true, \"errors\": []}'");
+    bin.script(
+        "uv",
+        "cat > /dev/null\necho '{\"valid\": true, \"errors\": []}'",
+    );
     let co = checkout();
     let mut i = input(&bin, VALID_RL);
     i.prime_rl_checkout = Some(co.path().to_path_buf());
@@ -113,9 +132,18 @@ async fn a_checkout_that_accepts_leaves_the_native_verdict() {
 #[tokio::test]
 async fn checkout_failures_and_garbage_are_reported_not_merged() {
     for (body, status) in [
-        ("cat > /dev/null\necho '{\"error\": \"ModuleNotFoundError: No module named prime_rl\"}'", CheckerStatus::Failed),
-        ("cat > /dev/null\necho 'Traceback (most recent call last): garbage'\nexit 3", CheckerStatus::Failed),
-        ("cat > /dev/null\necho 'hf_abcdefghijklmnopqrstuvwxyz0123 leaked' >&2\nexit 1", CheckerStatus::Failed),
+        (
+            "cat > /dev/null\necho '{\"error\": \"ModuleNotFoundError: No module named prime_rl\"}'",
+            CheckerStatus::Failed,
+        ),
+        (
+            "cat > /dev/null\necho 'Traceback (most recent call last): garbage'\nexit 3",
+            CheckerStatus::Failed,
+        ),
+        (
+            "cat > /dev/null\necho 'hf_abcdefghijklmnopqrstuvwxyz0123 leaked' >&2\nexit 1",
+            CheckerStatus::Failed,
+        ),
     ] {
         let bin = Bin::new();
         bin.script("uv", body);
@@ -123,10 +151,18 @@ async fn checkout_failures_and_garbage_are_reported_not_merged() {
         let mut i = input(&bin, VALID_RL);
         i.prime_rl_checkout = Some(co.path().to_path_buf());
         let r = validate(i).await;
-        assert!(r.valid, "a failed checker changes no verdict: {:?}", r.findings);
+        assert!(
+            r.valid,
+            "a failed checker changes no verdict: {:?}",
+            r.findings
+        );
         let c = checker(&r, "prime_rl_checkout");
         assert_eq!(c.status, status, "{}", c.detail);
-        assert!(!c.detail.contains("hf_abcdefghij"), "secrets are scrubbed: {}", c.detail);
+        assert!(
+            !c.detail.contains("hf_abcdefghij"),
+            "secrets are scrubbed: {}",
+            c.detail
+        );
     }
 }
 
@@ -140,8 +176,15 @@ async fn a_hanging_checker_is_stopped_at_the_timeout() {
     i.timeout = Duration::from_millis(500);
     let start = Instant::now();
     let r = validate(i).await;
-    assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
-    assert_eq!(checker(&r, "prime_rl_checkout").status, CheckerStatus::TimedOut);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(
+        checker(&r, "prime_rl_checkout").status,
+        CheckerStatus::TimedOut
+    );
     assert!(r.valid);
 }
 
@@ -153,12 +196,19 @@ async fn missing_tools_and_checkouts_are_skipped() {
     i.prime_rl_checkout = Some(co.path().to_path_buf());
     i.prime_cli = true;
     let r = validate(i).await;
-    assert_eq!(checker(&r, "prime_rl_checkout").status, CheckerStatus::Skipped);
+    assert_eq!(
+        checker(&r, "prime_rl_checkout").status,
+        CheckerStatus::Skipped
+    );
     assert_eq!(checker(&r, "prime_cli").status, CheckerStatus::Skipped);
     let mut i = input(&bin, VALID_RL);
     i.prime_rl_checkout = Some(bin.file("nowhere"));
     let r = validate(i).await;
-    assert!(checker(&r, "prime_rl_checkout").detail.contains("not a prime-rl checkout"));
+    assert!(
+        checker(&r, "prime_rl_checkout")
+            .detail
+            .contains("not a prime-rl checkout")
+    );
 }
 
 #[tokio::test]
@@ -170,7 +220,11 @@ async fn prime_cli_artifact_reports_schema_drift() {
     let r = validate(i).await;
     assert!(r.valid);
     assert_eq!(checker(&r, "prime_cli").status, CheckerStatus::Ran);
-    let drift = r.findings.iter().find(|f| f.source == Source::PrimeCli).expect("drift finding");
+    let drift = r
+        .findings
+        .iter()
+        .find(|f| f.source == Source::PrimeCli)
+        .expect("drift finding");
     assert!(drift.message.contains("0123456789abcdef") && drift.message.contains("559b4477"));
     assert!(drift.hint.as_deref().unwrap_or("").contains("image_tag"));
 }
@@ -187,11 +241,18 @@ async fn prime_cli_validation_errors_become_findings() {
     i.prime_cli = true;
     let r = validate(i).await;
     assert!(!r.valid);
-    let f = r.findings.iter().find(|f| f.source == Source::PrimeCli).expect("cli finding");
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.source == Source::PrimeCli)
+        .expect("cli finding");
     assert_eq!(f.path, "trainer.optim.betas1");
     // An error that is not a validation verdict (no network, 404 prepare) is a failed check.
     let bin = Bin::new();
-    bin.script("prime", "echo '{\"error\": \"Local validation requires uv on PATH.\"}'\nexit 1");
+    bin.script(
+        "prime",
+        "echo '{\"error\": \"Local validation requires uv on PATH.\"}'\nexit 1",
+    );
     let mut i = input(&bin, VALID_RL);
     i.prime_cli = true;
     let r = validate(i).await;
@@ -203,6 +264,10 @@ async fn prime_cli_validation_errors_become_findings() {
 async fn syntax_errors_give_an_invalid_report_with_the_location() {
     let r = validate(ValidationInput::new("max_steps = = 3\n")).await;
     assert!(!r.valid);
-    assert!(r.findings[0].message.contains("line 1"), "{}", r.findings[0].message);
+    assert!(
+        r.findings[0].message.contains("line 1"),
+        "{}",
+        r.findings[0].message
+    );
     assert_eq!(checker(&r, "native").status, CheckerStatus::Failed);
 }

@@ -10,18 +10,50 @@ use crate::secrets::show;
 
 pub(super) fn run(v: &View, ctx: &mut Ctx) {
     shared::trainer_model(v, ctx, "trainer.model");
-    shared::trainer_level(v, ctx, "trainer", "trainer.model", "trainer.optim", "trainer.scheduler", "trainer.max_steps", "trainer.trace_path");
-    if ctx.ok("trainer") && v.flag("trainer.enable_router_replay") && !matches!(v.str("trainer.model.impl"), Some("custom" | "auto")) {
-        ctx.error("trainer", "enable_router_replay requires model.impl='custom' or 'auto'", "Set `[trainer.model] impl = \"custom\"`.");
+    shared::trainer_level(
+        v,
+        ctx,
+        &shared::TrainerPaths {
+            scope: "trainer",
+            model: "trainer.model",
+            optim: "trainer.optim",
+            sched: "trainer.scheduler",
+            max_steps: "trainer.max_steps",
+            trace: "trainer.trace_path",
+        },
+    );
+    if ctx.ok("trainer")
+        && v.flag("trainer.enable_router_replay")
+        && !matches!(v.str("trainer.model.impl"), Some("custom" | "auto"))
+    {
+        ctx.error(
+            "trainer",
+            "enable_router_replay requires model.impl='custom' or 'auto'",
+            "Set `[trainer.model] impl = \"custom\"`.",
+        );
     }
     for p in ["resume", "trainer.resume", "orchestrator.resume"] {
         shared::resume(v, ctx, p);
     }
-    for p in ["env_vars", "trainer.env_vars", "orchestrator.env_vars", "inference.env_vars", "inference.deployment.prefill_env_vars", "inference.deployment.decode_env_vars"] {
+    for p in [
+        "env_vars",
+        "trainer.env_vars",
+        "orchestrator.env_vars",
+        "inference.env_vars",
+        "inference.deployment.prefill_env_vars",
+        "inference.deployment.decode_env_vars",
+    ] {
         shared::env_vars(v, ctx, p);
     }
-    if v.raw("monitors.wandb.offline").is_some() && v.flag("monitors.wandb.offline") && ctx.ok("monitors.wandb") {
-        ctx.error("monitors.wandb", "shared monitors.wandb.offline = true is not supported", "Set offline per component (`trainer.monitors.wandb.offline`), or remove it.");
+    if v.raw("monitors.wandb.offline").is_some()
+        && v.flag("monitors.wandb.offline")
+        && ctx.ok("monitors.wandb")
+    {
+        ctx.error(
+            "monitors.wandb",
+            "shared monitors.wandb.offline = true is not supported",
+            "Set offline per component (`trainer.monitors.wandb.offline`), or remove it.",
+        );
     }
     orchestrator(v, ctx);
     shared::inference(v, ctx);
@@ -57,9 +89,17 @@ fn orchestrator(v: &View, ctx: &mut Ctx) {
     let tokens = v.int("orchestrator.token_batch_size");
     let group = v.int("orchestrator.group_size").unwrap_or(1);
     if batch.is_some() && tokens.is_some() {
-        ctx.error("orchestrator", "Set exactly one of batch_size and token_batch_size", "Remove one of them.");
+        ctx.error(
+            "orchestrator",
+            "Set exactly one of batch_size and token_batch_size",
+            "Remove one of them.",
+        );
     }
-    let batch = if tokens.is_none() { batch.or(Some(128)) } else { batch };
+    let batch = if tokens.is_none() {
+        batch.or(Some(128))
+    } else {
+        batch
+    };
     if let Some(b) = batch
         && group > 0
         && b % group != 0
@@ -91,10 +131,18 @@ fn deployment(v: &View, ctx: &mut Ctx) {
             }
         }
         Some("multi_node") => {
-            if let (Some(n), Some(g)) = (v.int("deployment.num_train_nodes"), v.int("deployment.nodes_per_fsdp_group"))
-                && (g <= 0 || n % g != 0)
+            if let (Some(n), Some(g)) = (
+                v.int("deployment.num_train_nodes"),
+                v.int("deployment.nodes_per_fsdp_group"),
+            ) && (g <= 0 || n % g != 0)
             {
-                ctx.error("deployment", format!("num_train_nodes ({n}) must be divisible by nodes_per_fsdp_group ({g})"), "Pick a group size that divides the node count.");
+                ctx.error(
+                    "deployment",
+                    format!(
+                        "num_train_nodes ({n}) must be divisible by nodes_per_fsdp_group ({g})"
+                    ),
+                    "Pick a group size that divides the node count.",
+                );
             }
         }
         _ => {}
@@ -109,15 +157,25 @@ pub(crate) fn infer_nodes(v: &View) -> Option<i64> {
     if !v.raw("inference").is_some_and(Value::is_table) {
         return Some(0);
     }
-    Some(match v.tag("inference.deployment").unwrap_or("single_node") {
-        "multi_node" => v.int("inference.deployment.num_nodes").unwrap_or(2),
-        "disaggregated" => {
-            let p = v.int("inference.deployment.prefill_nodes_per_replica").unwrap_or(1) * v.int("inference.deployment.num_prefill_replicas").unwrap_or(1);
-            let d = v.int("inference.deployment.decode_nodes_per_replica").unwrap_or(1) * v.int("inference.deployment.num_decode_replicas").unwrap_or(1);
-            p + d
-        }
-        _ => 1,
-    })
+    Some(
+        match v.tag("inference.deployment").unwrap_or("single_node") {
+            "multi_node" => v.int("inference.deployment.num_nodes").unwrap_or(2),
+            "disaggregated" => {
+                let p = v
+                    .int("inference.deployment.prefill_nodes_per_replica")
+                    .unwrap_or(1)
+                    * v.int("inference.deployment.num_prefill_replicas")
+                        .unwrap_or(1);
+                let d = v
+                    .int("inference.deployment.decode_nodes_per_replica")
+                    .unwrap_or(1)
+                    * v.int("inference.deployment.num_decode_replicas")
+                        .unwrap_or(1);
+                p + d
+            }
+            _ => 1,
+        },
+    )
 }
 
 fn top_level(v: &View, ctx: &mut Ctx) {
@@ -135,30 +193,53 @@ fn top_level(v: &View, ctx: &mut Ctx) {
     // R1, R2, R17, R19 (multi-node).
     if deploy == "multi_node" {
         let nodes = infer_nodes(v).unwrap_or(0);
-        if v.int("deployment.num_infer_nodes").is_some() && has_inf && v.tag("inference.deployment") == Some("multi_node") {
+        if v.int("deployment.num_infer_nodes").is_some()
+            && has_inf
+            && v.tag("inference.deployment") == Some("multi_node")
+        {
             let n = v.int("inference.deployment.num_nodes").unwrap_or(2);
             if n != nodes {
                 ctx.error("", format!("deployment.num_infer_nodes ({nodes}) must equal inference.deployment.num_nodes ({n})"), "Set one of them, or make them equal.");
             }
         }
         if nodes > 0 && !has_inf {
-            ctx.error("", format!("deployment.num_infer_nodes = {nodes} requires an [inference] table"), "Add `[inference]`.");
+            ctx.error(
+                "",
+                format!("deployment.num_infer_nodes = {nodes} requires an [inference] table"),
+                "Add `[inference]`.",
+            );
         }
         if nodes == 0 {
             if has_inf {
-                ctx.error("", "deployment.num_infer_nodes = 0 forbids an [inference] table", "Remove [inference], or give inference nodes.");
+                ctx.error(
+                    "",
+                    "deployment.num_infer_nodes = 0 forbids an [inference] table",
+                    "Remove [inference], or give inference nodes.",
+                );
             }
             if !fake {
-                ctx.error("", "deployment.num_infer_nodes = 0 requires trainer.data.fake", "A trainer-only run needs fake data: add `[trainer.data.fake]`.");
+                ctx.error(
+                    "",
+                    "deployment.num_infer_nodes = 0 requires trainer.data.fake",
+                    "A trainer-only run needs fake data: add `[trainer.data.fake]`.",
+                );
             }
         }
         if has_inf && v.raw("inference.router").is_some_and(crate::value::is_none) {
-            ctx.error("", "multi-node deployments with [inference] require inference.router", "Do not set `router = \"None\"`.");
+            ctx.error(
+                "",
+                "multi-node deployments with [inference] require inference.router",
+                "Do not set `router = \"None\"`.",
+            );
         }
-        if has_inf && v.flag("inference.vllm.enable_expert_parallel") && v.tag("inference.deployment") != Some("disaggregated") {
+        if has_inf
+            && v.flag("inference.vllm.enable_expert_parallel")
+            && v.tag("inference.deployment") != Some("disaggregated")
+        {
             if tp > 0 && gpn % tp != 0 {
                 ctx.error("", format!("deployment.gpus_per_node must be divisible by inference.vllm.tensor_parallel_size ({gpn} % {tp} != 0)"), "Pick a tensor parallel size that divides the GPUs per node.");
-            } else if v.raw("inference.vllm.data_parallel_size").is_some() && dp * tp != nodes * gpn {
+            } else if v.raw("inference.vllm.data_parallel_size").is_some() && dp * tp != nodes * gpn
+            {
                 ctx.error("", format!("data_parallel_size × tensor_parallel_size ({dp} × {tp}) must equal the inference GPUs of a replica ({nodes} × {gpn})"), "Leave data_parallel_size unset to derive it.");
             } else if let Some(local) = v.int("inference.vllm.data_parallel_size_local")
                 && tp > 0
@@ -169,18 +250,30 @@ fn top_level(v: &View, ctx: &mut Ctx) {
         }
     }
     // R3: checks the trainer-level broadcast as written.
-    if deploy == "single_node" && v.raw("trainer.weight_broadcast.type").and_then(Value::as_str) == Some("nccl") {
+    if deploy == "single_node"
+        && v.raw("trainer.weight_broadcast.type")
+            .and_then(Value::as_str)
+            == Some("nccl")
+    {
         let t = v.int("deployment.num_train_gpus").unwrap_or(1);
         let i = v.int("deployment.num_infer_gpus").unwrap_or(1);
         if t + i < 2 {
-            ctx.error("", "NCCL weight broadcast needs at least 2 GPUs (train + inference)", "Use the filesystem broadcast, or more GPUs.");
+            ctx.error(
+                "",
+                "NCCL weight broadcast needs at least 2 GPUs (train + inference)",
+                "Use the filesystem broadcast, or more GPUs.",
+            );
         }
     }
     // R4, R13.
     let quant = shared_wb == Some("nccl") && v.flag("weight_broadcast.quantize_in_weight_transfer");
     if quant {
         if !has_inf {
-            ctx.error("", "weight_broadcast.quantize_in_weight_transfer requires an [inference] table.", "Add [inference] or turn quantized transfer off.");
+            ctx.error(
+                "",
+                "weight_broadcast.quantize_in_weight_transfer requires an [inference] table.",
+                "Add [inference] or turn quantized transfer off.",
+            );
         }
         if v.str("trainer.model.impl") != Some("custom") {
             ctx.error("", "weight_broadcast.quantize_in_weight_transfer requires trainer.model.impl = 'custom'.", "Set `[trainer.model] impl = \"custom\"` (\"auto\" is not enough).");
@@ -208,7 +301,15 @@ fn top_level(v: &View, ctx: &mut Ctx) {
         if let (Some(o), Some(i)) = (orch, inf)
             && o != i
         {
-            ctx.error("", format!("inference.vllm.model ({}) and orchestrator.model.name ({}) must be the same", show("model", i), show("model", o)), "Set the shared `[model] name` instead of the sub-level names.");
+            ctx.error(
+                "",
+                format!(
+                    "inference.vllm.model ({}) and orchestrator.model.name ({}) must be the same",
+                    show("model", i),
+                    show("model", o)
+                ),
+                "Set the shared `[model] name` instead of the sub-level names.",
+            );
         }
     } else if let (Some(o), Some(t)) = (orch, v.str("trainer.model.name"))
         && o != t
@@ -220,17 +321,39 @@ fn top_level(v: &View, ctx: &mut Ctx) {
     let tct = v.str("trainer.tokenizer.chat_template");
     let oct = v.str("orchestrator.tokenizer.chat_template");
     if tct != oct {
-        ctx.error("", format!("Trainer chat_template ({}) and orchestrator chat_template ({}) do not match.", tct.map_or("None".into(), |s| show("chat_template", s)), oct.map_or("None".into(), |s| show("chat_template", s))), "Use the shared [tokenizer] config to set chat_template for both.");
+        ctx.error(
+            "",
+            format!(
+                "Trainer chat_template ({}) and orchestrator chat_template ({}) do not match.",
+                tct.map_or("None".into(), |s| show("chat_template", s)),
+                oct.map_or("None".into(), |s| show("chat_template", s))
+            ),
+            "Use the shared [tokenizer] config to set chat_template for both.",
+        );
     } else if has_inf && v.str("inference.vllm.chat_template") != tct {
-        ctx.error("", "inference.vllm.chat_template differs from the trainer/orchestrator chat_template", "Use the shared [tokenizer] chat_template.");
+        ctx.error(
+            "",
+            "inference.vllm.chat_template differs from the trainer/orchestrator chat_template",
+            "Use the shared [tokenizer] chat_template.",
+        );
     }
     // R10.
     let (tms, oms) = (v.int("trainer.max_steps"), v.int("orchestrator.max_steps"));
     if tms != oms {
-        ctx.error("", format!("Trainer max steps ({}) and orchestrator max steps ({}) are not the same", opt(tms), opt(oms)), "Set the shared top-level `max_steps` instead.");
+        ctx.error(
+            "",
+            format!(
+                "Trainer max steps ({}) and orchestrator max steps ({}) are not the same",
+                opt(tms),
+                opt(oms)
+            ),
+            "Set the shared top-level `max_steps` instead.",
+        );
     }
-    if let (Some(t), Some(o)) = (v.int("trainer.model.seq_len"), v.int("orchestrator.seq_len"))
-        && t < o
+    if let (Some(t), Some(o)) = (
+        v.int("trainer.model.seq_len"),
+        v.int("orchestrator.seq_len"),
+    ) && t < o
     {
         ctx.error("", format!("Trainer model seq_len ({t}) must be >= orchestrator seq_len ({o})"), "Raise trainer.model.seq_len or lower orchestrator.seq_len (the shared `seq_len` sets both).");
     }
@@ -243,49 +366,107 @@ fn top_level(v: &View, ctx: &mut Ctx) {
         ctx.error("", format!("Trainer checkpoint interval ({}) and orchestrator checkpoint interval ({}) are not the same", opt(v.int("trainer.ckpt.interval")), opt(v.int("orchestrator.ckpt.interval"))), "Set `interval` in the shared [ckpt].");
     }
     if v.raw("trainer.resume") != v.raw("orchestrator.resume") {
-        ctx.error("", "Trainer and orchestrator resume configs are not the same", "Use the shared [resume] table.");
+        ctx.error(
+            "",
+            "Trainer and orchestrator resume configs are not the same",
+            "Use the shared [resume] table.",
+        );
     }
-    let (tw, ow) = (v.on("trainer.monitors.wandb"), v.on("orchestrator.monitors.wandb"));
+    let (tw, ow) = (
+        v.on("trainer.monitors.wandb"),
+        v.on("orchestrator.monitors.wandb"),
+    );
     if tw != ow {
-        let (a, b) = if tw { ("Trainer", "orchestrator") } else { ("Orchestrator", "trainer") };
-        ctx.error("", format!("{a} W&B config is specified, but {b} W&B config is not"), "Use the shared [monitors.wandb] table.");
-    } else if tw && v.str("trainer.monitors.wandb.project") != v.str("orchestrator.monitors.wandb.project") {
-        ctx.error("", "Trainer and orchestrator W&B projects are not the same", "Set `project` in the shared [monitors.wandb].");
+        let (a, b) = if tw {
+            ("Trainer", "orchestrator")
+        } else {
+            ("Orchestrator", "trainer")
+        };
+        ctx.error(
+            "",
+            format!("{a} W&B config is specified, but {b} W&B config is not"),
+            "Use the shared [monitors.wandb] table.",
+        );
+    } else if tw
+        && v.str("trainer.monitors.wandb.project") != v.str("orchestrator.monitors.wandb.project")
+    {
+        ctx.error(
+            "",
+            "Trainer and orchestrator W&B projects are not the same",
+            "Set `project` in the shared [monitors.wandb].",
+        );
     }
     // R11.
-    let wb = shared_wb.unwrap_or(if lora || !has_inf { "filesystem" } else { "nccl" });
+    let wb = shared_wb.unwrap_or(if lora || !has_inf {
+        "filesystem"
+    } else {
+        "nccl"
+    });
     if lora && wb != "filesystem" {
         ctx.error("", "LoRA training is not yet supported with in-memory weight broadcast. Set weight_broadcast.type = 'filesystem'.", "Set `[weight_broadcast] type = \"filesystem\"` (the default under LoRA).");
     }
     // R12.
-    let (trt, ort) = (v.tag("trainer.rollout_transport"), v.tag("orchestrator.rollout_transport"));
+    let (trt, ort) = (
+        v.tag("trainer.rollout_transport"),
+        v.tag("orchestrator.rollout_transport"),
+    );
     if trt != ort {
         ctx.error("", format!("trainer.rollout_transport ({}) and orchestrator.rollout_transport ({}) must be the same type", trt.unwrap_or("None"), ort.unwrap_or("None")), "Use the shared [rollout_transport] table.");
     }
     // R14.
     if lora {
         for (k, default) in [("rank", 16.0), ("alpha", 32.0)] {
-            let t = v.float(&format!("trainer.model.lora.{k}")).unwrap_or(default);
+            let t = v
+                .float(&format!("trainer.model.lora.{k}"))
+                .unwrap_or(default);
             if let Some(o) = v.float(&format!("orchestrator.model.lora.{k}"))
                 && (o - t).abs() > f64::EPSILON
             {
-                ctx.error("", format!("orchestrator.model.lora.{k} ({o}) must equal trainer.model.lora.{k} ({t})"), format!("Remove orchestrator.model.lora.{k}; it is copied from the trainer."));
+                ctx.error(
+                    "",
+                    format!(
+                        "orchestrator.model.lora.{k} ({o}) must equal trainer.model.lora.{k} ({t})"
+                    ),
+                    format!("Remove orchestrator.model.lora.{k}; it is copied from the trainer."),
+                );
             }
         }
         if has_inf && v.int("trainer.model.lora.rank").unwrap_or(16) > 512 {
-            ctx.error("", "LoRA rank above 512 is not supported by vLLM (max_lora_rank)", "Use a LoRA rank of at most 512.");
+            ctx.error(
+                "",
+                "LoRA rank above 512 is not supported by vLLM (max_lora_rank)",
+                "Use a LoRA rank of at most 512.",
+            );
         }
     }
     // R15, R16, R18.
     let replay = v.flag("trainer.enable_router_replay");
-    if has_inf && (replay || v.flag("inference.vllm.enable_return_routed_experts")) && v.tag("inference.router") == Some("llm-d") {
-        ctx.error("", "Routed-expert return (router replay) is incompatible with the llm-d router", "Use the vllm-router.");
+    if has_inf
+        && (replay || v.flag("inference.vllm.enable_return_routed_experts"))
+        && v.tag("inference.router") == Some("llm-d")
+    {
+        ctx.error(
+            "",
+            "Routed-expert return (router replay) is incompatible with the llm-d router",
+            "Use the vllm-router.",
+        );
     }
     if replay && v.set("inference.kv_cache_offload") {
-        ctx.error("", "Router replay with inference.kv_cache_offload is not supported", "Disable one of them.");
+        ctx.error(
+            "",
+            "Router replay with inference.kv_cache_offload is not supported",
+            "Disable one of them.",
+        );
     }
-    if v.tag("inference.kv_cache_offload") == Some("mooncake") && !v.on("slurm") && !v.on("inference.slurm") {
-        ctx.error("", "Mooncake KV offload requires SLURM", "Use the native offload.");
+    if v.tag("inference.kv_cache_offload") == Some("mooncake")
+        && !v.on("slurm")
+        && !v.on("inference.slurm")
+    {
+        ctx.error(
+            "",
+            "Mooncake KV offload requires SLURM",
+            "Use the native offload.",
+        );
     }
     // R19 (single node).
     if deploy == "single_node" && has_inf {
@@ -303,16 +484,28 @@ fn opt(x: Option<i64>) -> String {
 /// The hosted RL policy of the CLI's schema worker (§7).
 pub(super) fn hosted_policy(v: &View, out: &mut Vec<Finding>) {
     if v.flag("clean") {
-        out.push(Finding::error("clean", "clean = true is unsupported for hosted runs: start a new run instead.").hint("Remove `clean`."));
+        out.push(
+            Finding::error(
+                "clean",
+                "clean = true is unsupported for hosted runs: start a new run instead.",
+            )
+            .hint("Remove `clean`."),
+        );
     }
-    if v.raw("inference").is_some_and(Value::is_table) && v.tag("inference.deployment") == Some("disaggregated") {
+    if v.raw("inference").is_some_and(Value::is_table)
+        && v.tag("inference.deployment") == Some("disaggregated")
+    {
         out.push(Finding::error("inference.deployment", "Disaggregated inference is not supported for hosted runs: Platform manages deployment settings.").hint("Use the default single_node (or multi_node) inference deployment."));
     }
     if v.tag("deployment").unwrap_or("single_node") == "single_node" && !v.on("trainer.data.fake") {
         let has_inf = v.raw("inference").is_some_and(Value::is_table);
         let zero = v.int("deployment.num_infer_gpus") == Some(0);
         if !has_inf || zero {
-            let path = if has_inf { "deployment.num_infer_gpus" } else { "inference" };
+            let path = if has_inf {
+                "deployment.num_infer_gpus"
+            } else {
+                "inference"
+            };
             out.push(
                 Finding::error(path, "Hosted RL runs need inference GPUs: set deployment.num_infer_gpus and an [inference] table, or use fake trainer data (trainer.data.fake) for a trainer-only run.")
                     .hint("Add an `[inference]` table (an empty one uses the defaults)."),

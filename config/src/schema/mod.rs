@@ -280,9 +280,11 @@ pub fn walk_models(root: &'static Model) -> Vec<(String, &'static Model, Option<
                 format!("{path}.{}", f.key)
             };
             match f.ty {
-                Ty::Model(m) | Ty::DictOf(m) | Ty::ListOf(m) | Ty::BoolOrModel(m) | Ty::PolicyOr(m) => {
-                    visit(p, m, None, out, depth + 1)
-                }
+                Ty::Model(m)
+                | Ty::DictOf(m)
+                | Ty::ListOf(m)
+                | Ty::BoolOrModel(m)
+                | Ty::PolicyOr(m) => visit(p, m, None, out, depth + 1),
                 Ty::Union(u, _) => {
                     for (tag, m) in u.variants {
                         visit(p.clone(), m, Some(tag), out, depth + 1);

@@ -35,7 +35,10 @@ pub static RENDERERS: &[RendererVariant] = &[
     RendererVariant {
         name: "default",
         extra: true,
-        fields: &[f("tool_parser", Str, Null).null(), f("reasoning_parser", Str, Null).null()],
+        fields: &[
+            f("tool_parser", Str, Null).null(),
+            f("reasoning_parser", Str, Null).null(),
+        ],
     },
     RendererVariant {
         name: "qwen3",
@@ -50,42 +53,77 @@ pub static RENDERERS: &[RendererVariant] = &[
     RendererVariant {
         name: "qwen3.5",
         extra: false,
-        fields: &[f("enable_thinking", Bool, Null).null(), f("add_vision_id", Bool, B(false)), f("image_cache_max", Int, I(256))],
+        fields: &[
+            f("enable_thinking", Bool, Null).null(),
+            f("add_vision_id", Bool, B(false)),
+            f("image_cache_max", Int, I(256)),
+        ],
     },
     RendererVariant {
         name: "qwen3.6",
         extra: false,
-        fields: &[f("enable_thinking", Bool, Null).null(), f("add_vision_id", Bool, B(false)), f("preserve_thinking", Bool, B(false)), f("image_cache_max", Int, I(256))],
+        fields: &[
+            f("enable_thinking", Bool, Null).null(),
+            f("add_vision_id", Bool, B(false)),
+            f("preserve_thinking", Bool, B(false)),
+            f("image_cache_max", Int, I(256)),
+        ],
     },
     RendererVariant {
         name: "qwen3.8",
         extra: false,
-        fields: &[f("enable_thinking", Bool, Null).null(), f("add_vision_id", Bool, B(false)), f("preserve_thinking", Bool, B(true)), f("reasoning_effort", Lit(&["xhigh", "medium", "low"]), S("xhigh")), f("image_cache_max", Int, I(256))],
+        fields: &[
+            f("enable_thinking", Bool, Null).null(),
+            f("add_vision_id", Bool, B(false)),
+            f("preserve_thinking", Bool, B(true)),
+            f(
+                "reasoning_effort",
+                Lit(&["xhigh", "medium", "low"]),
+                S("xhigh"),
+            ),
+            f("image_cache_max", Int, I(256)),
+        ],
     },
     RendererVariant {
         name: "qwen3-vl",
         extra: false,
-        fields: &[f("add_vision_id", Bool, B(false)), f("image_cache_max", Int, I(256))],
+        fields: &[
+            f("add_vision_id", Bool, B(false)),
+            f("image_cache_max", Int, I(256)),
+        ],
     },
     RendererVariant {
         name: "gemma4",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(false)), f("preserve_thinking", Bool, B(false)), f("image_cache_max", Int, I(256))],
+        fields: &[
+            f("enable_thinking", Bool, B(false)),
+            f("preserve_thinking", Bool, B(false)),
+            f("image_cache_max", Int, I(256)),
+        ],
     },
     RendererVariant {
         name: "glm-5",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(true)), f("clear_thinking", Bool, B(true))],
+        fields: &[
+            f("enable_thinking", Bool, B(true)),
+            f("clear_thinking", Bool, B(true)),
+        ],
     },
     RendererVariant {
         name: "glm-5.1",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(true)), f("clear_thinking", Bool, B(true))],
+        fields: &[
+            f("enable_thinking", Bool, B(true)),
+            f("clear_thinking", Bool, B(true)),
+        ],
     },
     RendererVariant {
         name: "glm-5.3",
         extra: false,
-        fields: &[f("clear_thinking", Bool, B(false)), f("reasoning_effort", Lit(&["low", "high", "max"]), S("max"))],
+        fields: &[
+            f("clear_thinking", Bool, B(false)),
+            f("reasoning_effort", Lit(&["low", "high", "max"]), S("max")),
+        ],
     },
     RendererVariant {
         name: "glm-4.5",
@@ -95,17 +133,46 @@ pub static RENDERERS: &[RendererVariant] = &[
     RendererVariant {
         name: "gpt-oss",
         extra: false,
-        fields: &[f("reasoning_effort", Lit(&["low", "medium", "high"]), S("medium")), f("conversation_start_date", Str, Null).null(), f("use_system_prompt", Bool, B(true)), f("knowledge_cutoff", Str, Null).null(), f("model_identity", Str, Null).null(), f("auto_drop_analysis", Bool, B(true))],
+        fields: &[
+            f(
+                "reasoning_effort",
+                Lit(&["low", "medium", "high"]),
+                S("medium"),
+            ),
+            f("conversation_start_date", Str, Null).null(),
+            f("use_system_prompt", Bool, B(true)),
+            f("knowledge_cutoff", Str, Null).null(),
+            f("model_identity", Str, Null).null(),
+            f("auto_drop_analysis", Bool, B(true)),
+        ],
     },
     RendererVariant {
         name: "hy3",
         extra: false,
-        fields: &[f("reasoning_effort", Lit(&["no_think", "low", "high"]), S("no_think")), f("preserved_thinking", Bool, Null).null(), f("is_training", Bool, B(false)), f("raw_last_assistant", Bool, B(false)), f("fallback_strategy", Lit(&["reasoning_toolcall_retry"]), Null)],
+        fields: &[
+            f(
+                "reasoning_effort",
+                Lit(&["no_think", "low", "high"]),
+                S("no_think"),
+            ),
+            f("preserved_thinking", Bool, Null).null(),
+            f("is_training", Bool, B(false)),
+            f("raw_last_assistant", Bool, B(false)),
+            f(
+                "fallback_strategy",
+                Lit(&["reasoning_toolcall_retry"]),
+                Null,
+            ),
+        ],
     },
     RendererVariant {
         name: "inkling",
         extra: false,
-        fields: &[f("reasoning_effort", StrOrFloat, F(0.9)), f("image_cache_max", Int, I(256)), f("audio_cache_max", Int, I(256))],
+        fields: &[
+            f("reasoning_effort", StrOrFloat, F(0.9)),
+            f("image_cache_max", Int, I(256)),
+            f("audio_cache_max", Int, I(256)),
+        ],
     },
     RendererVariant {
         name: "kimi-k2",
@@ -115,17 +182,26 @@ pub static RENDERERS: &[RendererVariant] = &[
     RendererVariant {
         name: "kimi-k2.5",
         extra: false,
-        fields: &[f("thinking", Bool, B(true)), f("image_cache_max", Int, I(256))],
+        fields: &[
+            f("thinking", Bool, B(true)),
+            f("image_cache_max", Int, I(256)),
+        ],
     },
     RendererVariant {
         name: "laguna-xs.2",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(false)), f("render_assistant_messages_raw", Bool, B(false))],
+        fields: &[
+            f("enable_thinking", Bool, B(false)),
+            f("render_assistant_messages_raw", Bool, B(false)),
+        ],
     },
     RendererVariant {
         name: "laguna-m.1",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(false)), f("render_assistant_messages_raw", Bool, B(false))],
+        fields: &[
+            f("enable_thinking", Bool, B(false)),
+            f("render_assistant_messages_raw", Bool, B(false)),
+        ],
     },
     RendererVariant {
         name: "laguna-xs-2.1",
@@ -135,32 +211,53 @@ pub static RENDERERS: &[RendererVariant] = &[
     RendererVariant {
         name: "laguna-s-2.1",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(true)), f("preserve_thinking", Bool, B(false))],
+        fields: &[
+            f("enable_thinking", Bool, B(true)),
+            f("preserve_thinking", Bool, B(false)),
+        ],
     },
     RendererVariant {
         name: "llama-3",
         extra: false,
-        fields: &[f("date_string", Str, S("26 Jul 2024")), f("tools_in_user_message", Bool, B(true))],
+        fields: &[
+            f("date_string", Str, S("26 Jul 2024")),
+            f("tools_in_user_message", Bool, B(true)),
+        ],
     },
     RendererVariant {
         name: "minimax-m2",
         extra: false,
-        fields: &[f("model_identity", Str, S("You are a helpful assistant. Your name is MiniMax-M2.5 and is built by MiniMax."))],
+        fields: &[f(
+            "model_identity",
+            Str,
+            S("You are a helpful assistant. Your name is MiniMax-M2.5 and is built by MiniMax."),
+        )],
     },
     RendererVariant {
         name: "nemotron-3",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(true)), f("truncate_history_thinking", Bool, B(true)), f("low_effort", Bool, B(false))],
+        fields: &[
+            f("enable_thinking", Bool, B(true)),
+            f("truncate_history_thinking", Bool, B(true)),
+            f("low_effort", Bool, B(false)),
+        ],
     },
     RendererVariant {
         name: "nemotron-3-ultra",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(true)), f("truncate_history_thinking", Bool, B(true)), f("medium_effort", Bool, B(false))],
+        fields: &[
+            f("enable_thinking", Bool, B(true)),
+            f("truncate_history_thinking", Bool, B(true)),
+            f("medium_effort", Bool, B(false)),
+        ],
     },
     RendererVariant {
         name: "nemotron-3.5",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(true)), f("truncate_history_thinking", Bool, B(true))],
+        fields: &[
+            f("enable_thinking", Bool, B(true)),
+            f("truncate_history_thinking", Bool, B(true)),
+        ],
     },
     RendererVariant {
         name: "deepseek-v3",
@@ -175,7 +272,11 @@ pub static RENDERERS: &[RendererVariant] = &[
     RendererVariant {
         name: "deepseek-v4",
         extra: false,
-        fields: &[f("enable_thinking", Bool, B(false)), f("drop_thinking", Bool, B(true)), f("reasoning_effort", Lit(&["low", "high", "max"]), S("low"))],
+        fields: &[
+            f("enable_thinking", Bool, B(false)),
+            f("drop_thinking", Bool, B(true)),
+            f("reasoning_effort", Lit(&["low", "high", "max"]), S("low")),
+        ],
     },
     RendererVariant {
         name: "custom",
@@ -236,11 +337,26 @@ pub static MODEL_RENDERER_MAP: &[(&str, &str)] = &[
     ("moonshotai/Kimi-K2.5", "kimi-k2.5"),
     ("moonshotai/Kimi-K2.6", "kimi-k2.5"),
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3"),
-    ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3"),
-    ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra"),
-    ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8", "nemotron-3-ultra"),
-    ("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16", "nemotron-3.5"),
-    ("nvidia/NVIDIA-Nemotron-3.5-Super-EA-09112026", "nemotron-3.5"),
+    (
+        "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16",
+        "nemotron-3",
+    ),
+    (
+        "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16",
+        "nemotron-3-ultra",
+    ),
+    (
+        "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8",
+        "nemotron-3-ultra",
+    ),
+    (
+        "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16",
+        "nemotron-3.5",
+    ),
+    (
+        "nvidia/NVIDIA-Nemotron-3.5-Super-EA-09112026",
+        "nemotron-3.5",
+    ),
     ("meta-llama/Llama-3.2-1B-Instruct", "llama-3"),
     ("meta-llama/Llama-3.2-3B-Instruct", "llama-3"),
     ("poolside/Laguna-XS.2", "laguna-xs.2"),

@@ -66,10 +66,7 @@ static RUN: Model = m(
 );
 static GC: Model = m("GCConfig", &[f("interval", Int, I(50)).ge(1.0)]);
 static HEARTBEAT: Model = m("HeartbeatConfig", &[f("url", Str, Req)]);
-static FILE_MON: Model = m(
-    "FileMonitorConfig",
-    &[f("path", Path, S("metrics.jsonl"))],
-);
+static FILE_MON: Model = m("FileMonitorConfig", &[f("path", Path, S("metrics.jsonl"))]);
 static PRIME_MON: Model = m("PrimeMonitorConfig", &[f("name", Str, Null).null()]);
 static WANDB: Model = m(
     "WandbMonitorConfig",
@@ -176,7 +173,11 @@ static AC_OFFLOADING: Model = m(
 static FULL_OFFLOAD: Model = m(
     "OptimizerInBackwardOffloadConfig",
     &[
-        f("cpu_optimizer_backend", Lit(&["native", "torch"]), S("native")),
+        f(
+            "cpu_optimizer_backend",
+            Lit(&["native", "torch"]),
+            S("native"),
+        ),
         f("numa_bind", Bool, B(true)),
     ],
 );
@@ -501,7 +502,11 @@ static TRAINER: Model = m(
         f("log", sub(&TRAINER_LOG), Obj),
         f("monitors", sub(&MONITORS), Obj),
         f("output_dir", Path, S("outputs")),
-        f("matmul_precision", Lit(&["highest", "high", "medium"]), S("high")),
+        f(
+            "matmul_precision",
+            Lit(&["highest", "high", "medium"]),
+            S("high"),
+        ),
         f("max_steps", Int, Null).null(),
         f("enable_router_replay", Bool, B(false)),
         f("memory_profiler_path", Path, Null).null(),
@@ -672,10 +677,7 @@ static STANDARD_SAMPLER: Model = m(
 );
 static POOL: Model = m(
     "DifficultyPoolConfig",
-    &[
-        f("threshold", Float, Req),
-        f("weight", Float, Req).ge(0.0),
-    ],
+    &[f("threshold", Float, Req), f("weight", Float, Req).ge(0.0)],
 );
 static DIFFICULTY_SAMPLER: Model = m(
     "DifficultyPoolSamplerConfig",
@@ -814,7 +816,12 @@ static ORCHESTRATOR: Model = m(
         f("env_vars", DictStr, Other),
         f("monitors", sub(&ORCH_MONITORS), Obj),
         f("collect_inference_metrics", Bool, B(true)),
-        f("inference_metrics_roles", ListLit(&["prefill", "decode"]), Null).null(),
+        f(
+            "inference_metrics_roles",
+            ListLit(&["prefill", "decode"]),
+            Null,
+        )
+        .null(),
         f("ckpt", sub(&ORCH_CKPT), Null).null(),
         f("resume", sub(&RESUME), Null).null(),
         f("weight_broadcast", U(&ORCH_WB, Some("filesystem")), Obj),
@@ -888,7 +895,9 @@ static VLLM: Model = Model {
         f("tensor_parallel_size", Int, I(1)),
         f("data_parallel_size", Int, I(1)).ge(1.0),
         f("data_parallel_size_local", Int, Null).null().ge(1.0),
-        f("data_parallel_rpc_port", Int, I(13345)).ge(1.0).le(65535.0),
+        f("data_parallel_rpc_port", Int, I(13345))
+            .ge(1.0)
+            .le(65535.0),
         f("api_server_count", Int, I(1)).ge(0.0),
         f("seed", Int, I(0)),
         f("gpu_memory_utilization", Float, F(0.9)),
@@ -924,10 +933,7 @@ static INF_WB: Model = m(
         S("filesystem"),
     )],
 );
-static CPU_TIER: Model = m(
-    "CPUOffloadTier",
-    &[f("num_bytes", Int, Req).gt(0.0)],
-);
+static CPU_TIER: Model = m("CPUOffloadTier", &[f("num_bytes", Int, Req).gt(0.0)]);
 static DISK_TIER: Model = m("DiskOffloadTier", &[f("path", Path, Req)]);
 static KV_NATIVE: Model = m(
     "NativeKVCacheOffloadConfig",
@@ -1230,7 +1236,9 @@ static SFT_MULTI: Model = m(
         f("gpus_per_node", Int, I(8)),
         f("type", Lit(&["multi_node"]), S("multi_node")),
         f("num_train_nodes", Int, I(2)).ge(1.0),
-        f("num_infer_nodes", Int, I(0)).ge(0.0).alias("num_eval_nodes"),
+        f("num_infer_nodes", Int, I(0))
+            .ge(0.0)
+            .alias("num_eval_nodes"),
         f("nodes_per_fsdp_group", Int, Null).null(),
     ],
 );
@@ -1261,7 +1269,11 @@ pub static SFT_ROOT: Model = m(
         f("run", sub(&RUN), Obj),
         f("output_dir", Path, S("outputs")),
         f("clean", Bool, B(false)),
-        f("matmul_precision", Lit(&["highest", "high", "medium"]), S("high")),
+        f(
+            "matmul_precision",
+            Lit(&["highest", "high", "medium"]),
+            S("high"),
+        ),
         f("max_steps", Int, Null).null(),
         f("memory_profiler_path", Path, Null).null(),
         f("gc", sub(&GC), Obj).null(),

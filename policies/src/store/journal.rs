@@ -1,0 +1,623 @@
+//! The dispatch journal (at most one dispatch per plan, across processes) and the
+//! volume-creation journal (a retry never creates a second volume). Both follow one life:
+//!
+//! ```text
+//! (none) --claim--> in progress (holder, lease) --mark--> done | unknown | failed
+//!                        |  lease expired: take_over re-claims it for another holder
+//! failed --claim--> in progress again (a definite failure created nothing)
+//! unknown --reconcile (caller lists runs)--> done | failed
+//! ```
+//!
+//! Only the lease holder may settle an in-progress record: a process whose lease expired and
+//! was taken over gets [`StoreError::LeaseLost`] instead of overwriting the new holder's
+//! outcome. Every transition is one `BEGIN IMMEDIATE` transaction.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::Serialize;
+
+use super::{Store, StoreError, from_millis, holder_id, now_millis};
+
+/// A lease on an in-progress dispatch or volume creation, held by this process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Lease {
+    pub holder: String,
+    pub lease_until: DateTime<Utc>,
+}
+
+/// The answer to a claim: this process now holds the work, or someone already has a record
+/// and the caller decides from it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Claim<R = DispatchRecord> {
+    Claimed(Lease),
+    Existing(R),
+}
+
+impl<R> Claim<R> {
+    pub fn is_claimed(&self) -> bool {
+        matches!(self, Claim::Claimed(_))
+    }
+}
+
+/// Where a plan's dispatch stands.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum DispatchState {
+    /// A process is dispatching (or died doing so: `lease_expired`, then the caller
+    /// reconciles by listing runs, and `take_over` lets it finish the job).
+    Dispatching {
+        holder: String,
+        lease_until: DateTime<Utc>,
+        lease_expired: bool,
+    },
+    /// The platform created this run.
+    Dispatched {
+        run_id: String,
+        details: serde_json::Value,
+    },
+    /// The outcome is not known (timeout, 5xx, reset): reconcile before anything else.
+    Unknown { reason: String },
+    /// A definite failure: nothing was created; a later claim may dispatch again.
+    Failed { reason: String },
+}
+
+/// A plan's dispatch journal record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DispatchRecord {
+    pub plan_id: String,
+    #[serde(flatten)]
+    pub state: DispatchState,
+    /// When the current attempt was claimed.
+    pub started_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// How many times the plan's dispatch was claimed (more than one after failures).
+    pub attempts: u32,
+}
+
+/// Where a volume creation stands.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum VolumeState {
+    Creating {
+        holder: String,
+        lease_until: DateTime<Utc>,
+        lease_expired: bool,
+    },
+    Created,
+    Unknown {
+        reason: String,
+    },
+    Failed {
+        reason: String,
+    },
+}
+
+/// A volume creation's journal record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VolumeRecord {
+    pub owner_key: String,
+    pub volume: String,
+    #[serde(flatten)]
+    pub state: VolumeState,
+    pub started_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub attempts: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dispatch,
+    Volume,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Dispatch => "dispatch",
+            Kind::Volume => "volume",
+        }
+    }
+    fn what(self) -> &'static str {
+        match self {
+            Kind::Dispatch => "the dispatch of plan",
+            Kind::Volume => "the creation of volume",
+        }
+    }
+    fn in_progress(self) -> &'static str {
+        match self {
+            Kind::Dispatch => "dispatching",
+            Kind::Volume => "creating",
+        }
+    }
+    fn done(self) -> &'static str {
+        match self {
+            Kind::Dispatch => "dispatched",
+            Kind::Volume => "created",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    InProgress,
+    Done,
+    Unknown,
+    Failed,
+}
+
+/// One journal row, kind-neutral.
+#[derive(Debug)]
+struct Row {
+    key: String,
+    sub: String,
+    phase: Phase,
+    holder: Option<String>,
+    lease_until: Option<i64>,
+    started_at: i64,
+    updated_at: i64,
+    run_id: Option<String>,
+    reason: Option<String>,
+    details: Option<String>,
+    attempts: i64,
+}
+
+const COLUMNS: &str =
+    "key, sub, state, holder, lease_until, started_at, updated_at, run_id, reason, details, attempts";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    let state: String = r.get(2)?;
+    let phase = match state.as_str() {
+        "dispatching" | "creating" => Phase::InProgress,
+        "dispatched" | "created" => Phase::Done,
+        "unknown" => Phase::Unknown,
+        _ => Phase::Failed,
+    };
+    Ok(Row {
+        key: r.get(0)?,
+        sub: r.get(1)?,
+        phase,
+        holder: r.get(3)?,
+        lease_until: r.get(4)?,
+        started_at: r.get(5)?,
+        updated_at: r.get(6)?,
+        run_id: r.get(7)?,
+        reason: r.get(8)?,
+        details: r.get(9)?,
+        attempts: r.get(10)?,
+    })
+}
+
+fn load(tx: &Transaction<'_>, kind: Kind, key: &str, sub: &str) -> Result<Option<Row>, StoreError> {
+    Ok(tx
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM journal WHERE kind = ?1 AND key = ?2 AND sub = ?3"),
+            params![kind.as_str(), key, sub],
+            row,
+        )
+        .optional()?)
+}
+
+fn lease_millis(lease: Duration) -> i64 {
+    i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2)
+}
+
+fn lease_for(now: i64, lease: Duration) -> (Lease, i64) {
+    let until = now.saturating_add(lease_millis(lease));
+    (
+        Lease {
+            holder: holder_id().to_owned(),
+            lease_until: from_millis(until),
+        },
+        until,
+    )
+}
+
+fn state_name(kind: Kind, phase: Phase) -> &'static str {
+    match phase {
+        Phase::InProgress => kind.in_progress(),
+        Phase::Done => kind.done(),
+        Phase::Unknown => "unknown",
+        Phase::Failed => "failed",
+    }
+}
+
+fn describe(kind: Kind, key: &str, sub: &str) -> String {
+    match kind {
+        Kind::Dispatch => key.to_owned(),
+        Kind::Volume => format!("{sub} (owner {key})"),
+    }
+}
+
+/// An outcome to record.
+enum Mark<'a> {
+    Done {
+        run_id: Option<&'a str>,
+        details: Option<String>,
+    },
+    Unknown(&'a str),
+    Failed(&'a str),
+}
+
+fn claim(
+    tx: &Transaction<'_>,
+    kind: Kind,
+    key: &str,
+    sub: &str,
+    lease: Duration,
+) -> Result<Claim<Row>, StoreError> {
+    let now = now_millis();
+    let existing = load(tx, kind, key, sub)?;
+    let (granted, until) = lease_for(now, lease);
+    match existing {
+        None => {
+            tx.execute(
+                "INSERT INTO journal (kind, key, sub, state, holder, lease_until, started_at,
+                                      updated_at, attempts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, 1)",
+                params![
+                    kind.as_str(),
+                    key,
+                    sub,
+                    kind.in_progress(),
+                    granted.holder,
+                    until,
+                    now
+                ],
+            )?;
+            Ok(Claim::Claimed(granted))
+        }
+        Some(r) if r.phase == Phase::Failed => {
+            tx.execute(
+                "UPDATE journal SET state = ?4, holder = ?5, lease_until = ?6, started_at = ?7,
+                        updated_at = ?7, run_id = NULL, reason = NULL, details = NULL,
+                        attempts = attempts + 1
+                 WHERE kind = ?1 AND key = ?2 AND sub = ?3",
+                params![
+                    kind.as_str(),
+                    key,
+                    sub,
+                    kind.in_progress(),
+                    granted.holder,
+                    until,
+                    now
+                ],
+            )?;
+            Ok(Claim::Claimed(granted))
+        }
+        Some(r) => Ok(Claim::Existing(r)),
+    }
+}
+
+fn take_over(
+    tx: &Transaction<'_>,
+    kind: Kind,
+    key: &str,
+    sub: &str,
+    lease: Duration,
+) -> Result<Claim<Row>, StoreError> {
+    let now = now_millis();
+    let Some(r) = load(tx, kind, key, sub)? else {
+        return Err(StoreError::NotClaimed {
+            what: kind.what(),
+            key: describe(kind, key, sub),
+        });
+    };
+    let expired = r.phase == Phase::InProgress && r.lease_until.is_none_or(|until| until <= now);
+    if !expired {
+        return Ok(Claim::Existing(r));
+    }
+    let (granted, until) = lease_for(now, lease);
+    tx.execute(
+        "UPDATE journal SET holder = ?4, lease_until = ?5, updated_at = ?6
+         WHERE kind = ?1 AND key = ?2 AND sub = ?3",
+        params![kind.as_str(), key, sub, granted.holder, until, now],
+    )?;
+    Ok(Claim::Claimed(granted))
+}
+
+fn mark(
+    tx: &Transaction<'_>,
+    kind: Kind,
+    key: &str,
+    sub: &str,
+    to: Mark<'_>,
+) -> Result<(), StoreError> {
+    let Some(r) = load(tx, kind, key, sub)? else {
+        return Err(StoreError::NotClaimed {
+            what: kind.what(),
+            key: describe(kind, key, sub),
+        });
+    };
+    let to_name = match to {
+        Mark::Done { .. } => kind.done(),
+        Mark::Unknown(_) => "unknown",
+        Mark::Failed(_) => "failed",
+    };
+    let settled = || StoreError::Settled {
+        what: kind.what(),
+        key: describe(kind, key, sub),
+        state: match (&r.phase, &r.run_id) {
+            (Phase::Done, Some(run)) => format!("{} as run {run}", kind.done()),
+            (phase, _) => state_name(kind, *phase).to_owned(),
+        },
+        to: to_name,
+    };
+    match r.phase {
+        Phase::InProgress => {
+            let holder = r.holder.as_deref().unwrap_or_default();
+            if holder != holder_id() {
+                return Err(StoreError::LeaseLost {
+                    what: kind.what(),
+                    key: describe(kind, key, sub),
+                    holder: holder.to_owned(),
+                });
+            }
+        }
+        Phase::Unknown => {}
+        Phase::Done => {
+            // Recording the same run twice is harmless; anything else would lose a run.
+            return match to {
+                Mark::Done { run_id, .. } if run_id == r.run_id.as_deref() => Ok(()),
+                _ => Err(settled()),
+            };
+        }
+        Phase::Failed => match to {
+            // A run found after all (a late reconciliation) is always worth recording.
+            Mark::Done { .. } | Mark::Failed(_) => {}
+            Mark::Unknown(_) => return Err(settled()),
+        },
+    }
+    let now = now_millis();
+    let (run_id, reason, details) = match &to {
+        Mark::Done { run_id, details } => (*run_id, None, details.as_deref()),
+        Mark::Unknown(reason) | Mark::Failed(reason) => (None, Some(*reason), None),
+    };
+    tx.execute(
+        "UPDATE journal SET state = ?4, holder = NULL, lease_until = NULL, updated_at = ?5,
+                run_id = ?6, reason = ?7, details = ?8
+         WHERE kind = ?1 AND key = ?2 AND sub = ?3",
+        params![kind.as_str(), key, sub, to_name, now, run_id, reason, details],
+    )?;
+    Ok(())
+}
+
+fn in_progress_view(r: &Row, now: i64) -> (String, DateTime<Utc>, bool) {
+    let until = r.lease_until.unwrap_or(i64::MIN);
+    (
+        r.holder.clone().unwrap_or_default(),
+        from_millis(until),
+        until <= now,
+    )
+}
+
+fn dispatch_record(r: Row, now: i64) -> Result<DispatchRecord, StoreError> {
+    let state = match r.phase {
+        Phase::InProgress => {
+            let (holder, lease_until, lease_expired) = in_progress_view(&r, now);
+            DispatchState::Dispatching {
+                holder,
+                lease_until,
+                lease_expired,
+            }
+        }
+        Phase::Done => DispatchState::Dispatched {
+            run_id: r.run_id.clone().unwrap_or_default(),
+            details: match &r.details {
+                Some(text) => serde_json::from_str(text).map_err(|source| StoreError::Json {
+                    what: "dispatch details",
+                    source,
+                })?,
+                None => serde_json::Value::Null,
+            },
+        },
+        Phase::Unknown => DispatchState::Unknown {
+            reason: r.reason.clone().unwrap_or_default(),
+        },
+        Phase::Failed => DispatchState::Failed {
+            reason: r.reason.clone().unwrap_or_default(),
+        },
+    };
+    Ok(DispatchRecord {
+        plan_id: r.key,
+        state,
+        started_at: from_millis(r.started_at),
+        updated_at: from_millis(r.updated_at),
+        attempts: u32::try_from(r.attempts).unwrap_or(u32::MAX),
+    })
+}
+
+fn volume_record(r: Row, now: i64) -> VolumeRecord {
+    let state = match r.phase {
+        Phase::InProgress => {
+            let (holder, lease_until, lease_expired) = in_progress_view(&r, now);
+            VolumeState::Creating {
+                holder,
+                lease_until,
+                lease_expired,
+            }
+        }
+        Phase::Done => VolumeState::Created,
+        Phase::Unknown => VolumeState::Unknown {
+            reason: r.reason.clone().unwrap_or_default(),
+        },
+        Phase::Failed => VolumeState::Failed {
+            reason: r.reason.clone().unwrap_or_default(),
+        },
+    };
+    VolumeRecord {
+        owner_key: r.key,
+        volume: r.sub,
+        state,
+        started_at: from_millis(r.started_at),
+        updated_at: from_millis(r.updated_at),
+        attempts: u32::try_from(r.attempts).unwrap_or(u32::MAX),
+    }
+}
+
+fn to_dispatch_claim(c: Claim<Row>) -> Result<Claim, StoreError> {
+    Ok(match c {
+        Claim::Claimed(lease) => Claim::Claimed(lease),
+        Claim::Existing(r) => Claim::Existing(dispatch_record(r, now_millis())?),
+    })
+}
+
+fn to_volume_claim(c: Claim<Row>) -> Claim<VolumeRecord> {
+    match c {
+        Claim::Claimed(lease) => Claim::Claimed(lease),
+        Claim::Existing(r) => Claim::Existing(volume_record(r, now_millis())),
+    }
+}
+
+impl Store {
+    /// Claim the plan's dispatch for this process: `Claimed` when there was no record (or
+    /// the last attempt definitely failed); otherwise the existing record, with
+    /// `lease_expired: true` on a `Dispatching` whose holder died, so that the caller
+    /// reconciles (lists runs) and then calls [`Store::take_over`].
+    pub fn claim_dispatch(&self, plan_id: &str, lease: Duration) -> Result<Claim, StoreError> {
+        let c = self.write(|tx| claim(tx, Kind::Dispatch, plan_id, "", lease))?;
+        to_dispatch_claim(c)
+    }
+
+    /// Re-claim a `Dispatching` record whose lease has expired. Succeeds once: the
+    /// re-claimed lease is fresh, so a second caller gets `Existing`. A record in any other
+    /// state (or a live lease) is returned as `Existing`; no record is `NotClaimed`.
+    pub fn take_over(&self, plan_id: &str, lease: Duration) -> Result<Claim, StoreError> {
+        let c = self.write(|tx| take_over(tx, Kind::Dispatch, plan_id, "", lease))?;
+        to_dispatch_claim(c)
+    }
+
+    /// Journal the created run (from `Dispatching` held by this process, or from `Unknown`
+    /// / `Failed` after a reconciliation found it). `details` holds what budgets need
+    /// (e.g. the price); never a secret value.
+    pub fn mark_dispatched(
+        &self,
+        plan_id: &str,
+        run_id: &str,
+        details: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let details = serde_json::to_string(details).map_err(|source| StoreError::Json {
+            what: "dispatch details",
+            source,
+        })?;
+        self.write(|tx| {
+            mark(
+                tx,
+                Kind::Dispatch,
+                plan_id,
+                "",
+                Mark::Done {
+                    run_id: Some(run_id),
+                    details: Some(details),
+                },
+            )
+        })
+    }
+
+    /// Journal an ambiguous outcome (timeout, 5xx, reset, client gone).
+    pub fn mark_unknown(&self, plan_id: &str, reason: &str) -> Result<(), StoreError> {
+        self.write(|tx| mark(tx, Kind::Dispatch, plan_id, "", Mark::Unknown(reason)))
+    }
+
+    /// Journal a definite failure: nothing was created, and a later claim may dispatch again.
+    pub fn mark_failed(&self, plan_id: &str, reason: &str) -> Result<(), StoreError> {
+        self.write(|tx| mark(tx, Kind::Dispatch, plan_id, "", Mark::Failed(reason)))
+    }
+
+    /// The plan's dispatch record, if any.
+    pub fn dispatch(&self, plan_id: &str) -> Result<Option<DispatchRecord>, StoreError> {
+        let r = self.read(|tx| load(tx, Kind::Dispatch, plan_id, ""))?;
+        r.map(|r| dispatch_record(r, now_millis())).transpose()
+    }
+
+    /// Every run this install dispatched, oldest first, with its journalled details.
+    pub fn dispatched_runs(&self) -> Result<Vec<DispatchRecord>, StoreError> {
+        self.dispatches_in(&["dispatched"])
+    }
+
+    /// Dispatches still `dispatching` or `unknown`: what a reconciliation pass looks at.
+    pub fn unsettled_dispatches(&self) -> Result<Vec<DispatchRecord>, StoreError> {
+        self.dispatches_in(&["dispatching", "unknown"])
+    }
+
+    fn dispatches_in(&self, states: &[&str]) -> Result<Vec<DispatchRecord>, StoreError> {
+        let rows = self.read(|tx| {
+            let mut stmt = tx.prepare(&format!(
+                "SELECT {COLUMNS} FROM journal
+                 WHERE kind = 'dispatch' AND state IN (SELECT value FROM json_each(?1))
+                 ORDER BY updated_at, key"
+            ))?;
+            let states = serde_json::json!(states).to_string();
+            let rows = stmt.query_map([states], row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        let now = now_millis();
+        rows.into_iter().map(|r| dispatch_record(r, now)).collect()
+    }
+
+    /// Claim the creation of `volume` for `owner_key` (team id or a personal marker).
+    pub fn claim_volume_create(
+        &self,
+        owner_key: &str,
+        volume: &str,
+        lease: Duration,
+    ) -> Result<Claim<VolumeRecord>, StoreError> {
+        let c = self.write(|tx| claim(tx, Kind::Volume, owner_key, volume, lease))?;
+        Ok(to_volume_claim(c))
+    }
+
+    /// Re-claim a volume creation whose holder's lease expired (as [`Store::take_over`]).
+    pub fn take_over_volume_create(
+        &self,
+        owner_key: &str,
+        volume: &str,
+        lease: Duration,
+    ) -> Result<Claim<VolumeRecord>, StoreError> {
+        let c = self.write(|tx| take_over(tx, Kind::Volume, owner_key, volume, lease))?;
+        Ok(to_volume_claim(c))
+    }
+
+    pub fn mark_volume_created(&self, owner_key: &str, volume: &str) -> Result<(), StoreError> {
+        self.write(|tx| {
+            mark(
+                tx,
+                Kind::Volume,
+                owner_key,
+                volume,
+                Mark::Done {
+                    run_id: None,
+                    details: None,
+                },
+            )
+        })
+    }
+
+    pub fn mark_volume_unknown(
+        &self,
+        owner_key: &str,
+        volume: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| mark(tx, Kind::Volume, owner_key, volume, Mark::Unknown(reason)))
+    }
+
+    pub fn mark_volume_failed(
+        &self,
+        owner_key: &str,
+        volume: &str,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| mark(tx, Kind::Volume, owner_key, volume, Mark::Failed(reason)))
+    }
+
+    /// The volume creation's record, if any.
+    pub fn volume_create(
+        &self,
+        owner_key: &str,
+        volume: &str,
+    ) -> Result<Option<VolumeRecord>, StoreError> {
+        let r = self.read(|tx| load(tx, Kind::Volume, owner_key, volume))?;
+        Ok(r.map(|r| volume_record(r, now_millis())))
+    }
+}

@@ -1,0 +1,102 @@
+//! The database schema and its migrations, keyed by SQLite's `user_version`.
+//!
+//! Times are INTEGER milliseconds since the Unix epoch (UTC) so that lease and expiry
+//! comparisons happen inside SQL without parsing. JSON columns hold text.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::StoreError;
+
+/// The schema this build writes. A database with a higher `user_version` was written by a
+/// newer factory-mcp and is refused rather than misread.
+pub(crate) const SCHEMA_VERSION: i64 = 1;
+
+const V1: &str = r#"
+CREATE TABLE plans (
+    id              TEXT PRIMARY KEY NOT NULL,
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    request_digest  TEXT NOT NULL,
+    content_digest  TEXT NOT NULL,
+    owner           TEXT,
+    summary_text    TEXT NOT NULL,
+    body            TEXT NOT NULL
+) STRICT;
+CREATE INDEX plans_by_content_digest ON plans(content_digest);
+
+-- The latest decision per plan; the audit log keeps every one.
+CREATE TABLE decisions (
+    plan_id         TEXT PRIMARY KEY NOT NULL REFERENCES plans(id),
+    decision        TEXT NOT NULL CHECK (decision IN ('approved', 'refused')),
+    via             TEXT NOT NULL,
+    decided_at      INTEGER NOT NULL,
+    request_digest  TEXT NOT NULL
+) STRICT;
+
+-- The dispatch journal (kind 'dispatch', key = plan id, sub = '') and the volume-creation
+-- journal (kind 'volume', key = owner key, sub = volume name) share one shape.
+CREATE TABLE journal (
+    kind            TEXT NOT NULL CHECK (kind IN ('dispatch', 'volume')),
+    key             TEXT NOT NULL,
+    sub             TEXT NOT NULL,
+    state           TEXT NOT NULL CHECK (state IN
+                        ('dispatching', 'dispatched', 'creating', 'created', 'unknown', 'failed')),
+    holder          TEXT,
+    lease_until     INTEGER,
+    started_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    run_id          TEXT,
+    reason          TEXT,
+    details         TEXT,
+    attempts        INTEGER NOT NULL,
+    PRIMARY KEY (kind, key, sub)
+) STRICT;
+CREATE INDEX journal_by_state ON journal(kind, state);
+
+-- Single-use request-state nonces; rows past their expiry are pruned.
+CREATE TABLE nonces (
+    nonce           TEXT PRIMARY KEY NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    used_at         INTEGER NOT NULL
+) STRICT;
+CREATE INDEX nonces_by_expiry ON nonces(expires_at);
+
+CREATE TABLE audit (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    at              INTEGER NOT NULL,
+    pid             INTEGER NOT NULL,
+    actor           TEXT NOT NULL,
+    action          TEXT NOT NULL,
+    plan_id         TEXT,
+    run_id          TEXT,
+    outcome         TEXT NOT NULL,
+    detail          TEXT NOT NULL
+) STRICT;
+-- Append-only: the database itself refuses to rewrite history.
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+"#;
+
+/// Bring the schema up to [`SCHEMA_VERSION`] inside one IMMEDIATE transaction, so that two
+/// processes opening a fresh database at once do not both create it.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version < 1 {
+        tx.execute_batch(V1)?;
+    }
+    // Later versions: `if version < 2 { tx.execute_batch(V2)?; }` and so on.
+    if version != SCHEMA_VERSION {
+        tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+    }
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! `validate_config`: the native prime-rl validator, the account-aware checks when the platform
+//! is reachable (model, GPU type, volume, schema drift through `prepare`), and the optional
+//! authoritative checkers.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use factory_platform::{PrepareOutcome, TeamScope, wire::runs::{PrepareRequest, TrainingMode}};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    owner,
+    reply::{Outcome, ToolError, ToolResult},
+    server::{Call, ToolDef, tool},
+    state::AppState,
+    validation::{self, ValidationInput},
+};
+
+pub fn tools() -> Vec<ToolDef<AppState>> {
+    vec![tool("validate_config", validate_config)]
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateArgs {
+    /// Path of the TOML under the workspace (or give config_toml).
+    pub config_path: Option<String>,
+    /// The TOML itself (or give config_path).
+    pub config_toml: Option<String>,
+    /// Treat the config as SFT (the CLI's --sft).
+    pub sft: Option<bool>,
+    /// Check against this owner's account (else the active team).
+    pub team_id: Option<String>,
+    pub personal: Option<bool>,
+    /// Skip the account-aware checks (model, GPU type, volume, schema drift).
+    pub offline: Option<bool>,
+    /// A prime-rl checkout (under the workspace) whose own schema also checks the config.
+    pub prime_rl_checkout: Option<String>,
+    /// Also run `prime train validate` when the prime CLI is installed.
+    pub prime_cli: Option<bool>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ValidateOut {
+    pub valid: bool,
+    /// rl or sft.
+    pub mode: String,
+    /// The prime-rl schema commit these rules follow.
+    pub schema_commit: String,
+    pub summary: SummaryOut,
+    pub findings: Vec<FindingOut>,
+    /// The optional and account-aware checkers, and whether they ran.
+    pub checkers: Vec<CheckerOut>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct SummaryOut {
+    pub model: Option<String>,
+    pub max_steps: Option<i64>,
+    pub seq_len: Option<i64>,
+    pub gpus: GpusOut,
+    pub gpu_type: Option<String>,
+    pub volume: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GpusOut {
+    pub trainer: Option<u64>,
+    pub inference: Option<u64>,
+    pub total: Option<u64>,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct FindingOut {
+    /// error, warning or info.
+    pub severity: String,
+    /// Dotted path of the key, e.g. deployment.num_train_gpus.
+    pub path: String,
+    pub message: String,
+    pub hint: Option<String>,
+    /// native, account, prime_rl_checkout or prime_cli.
+    pub source: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct CheckerOut {
+    pub name: String,
+    pub status: String,
+    pub detail: String,
+}
+
+async fn validate_config(state: Arc<AppState>, args: ValidateArgs, call: Call) -> ToolResult<ValidateOut> {
+    if let Err(findings) = state.guard.check_json(&call.arguments, "arguments") {
+        return Err(ToolError::new(format!(
+            "Refused: an argument carries a secret value; secrets are passed by name only.\n- {}",
+            findings.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("\n- ")
+        )));
+    }
+    let text = match (&args.config_path, &args.config_toml) {
+        (Some(_), Some(_)) => return Err(ToolError::new("`config_path` and `config_toml` exclude each other: pass one.")),
+        (None, None) => return Err(ToolError::new("Pass `config_path` (a TOML file under the workspace) or `config_toml` (its text).")),
+        (None, Some(t)) => t.clone(),
+        (Some(p), None) => {
+            let path = state
+                .workspace()?
+                .resolve_existing(p)
+                .map_err(|e| ToolError::new(format!("config_path: {e}")))?;
+            let bytes = tokio::fs::read(&path)
+                .await
+                .map_err(|e| ToolError::new(format!("cannot read {}: {e}", path.display())))?;
+            String::from_utf8(bytes).map_err(|_| ToolError::new(format!("{} is not UTF-8 text", path.display())))?
+        }
+    };
+    let checkout: Option<PathBuf> = match &args.prime_rl_checkout {
+        Some(p) => Some(
+            state
+                .workspace()?
+                .resolve_existing(p)
+                .map_err(|e| ToolError::new(format!("prime_rl_checkout: {e}")))?,
+        ),
+        None => None,
+    };
+    let doc = validation::parse(&text).ok();
+    let top = |k: &str| doc.as_ref().and_then(|d| d.get(k)).and_then(|v| v.as_str()).map(str::to_owned);
+    let (image_tag, source_ref) = (top("image_tag"), top("source_ref"));
+    let mut input = ValidationInput::new(text);
+    input.sft = args.sft.unwrap_or(false);
+    input.prime_rl_checkout = checkout;
+    input.prime_cli = args.prime_cli.unwrap_or(false);
+    input.timeout = Duration::from_secs(60);
+    let mut report = validation::validate(input).await;
+
+    if args.offline != Some(true)
+        && let Ok(platform) = state.platform()
+    {
+        let scope = owner::scope(args.team_id.as_deref(), args.personal, state.policy.allowed_teams.as_deref())?;
+        let team = platform.team_for(&scope);
+        let scope = match &team {
+            Some(t) => TeamScope::Team(t.clone()),
+            None => TeamScope::Personal,
+        };
+        let mode = if report.mode.as_str() == "sft" { TrainingMode::Sft } else { TrainingMode::Rl };
+        let prepare = PrepareRequest {
+            mode,
+            team_id: team.clone(),
+            image_tag: image_tag.clone(),
+            source_ref: source_ref.clone(),
+        };
+        let (models, volumes, prep) = tokio::join!(
+            platform.available_models(&scope),
+            platform.list_volumes(&scope),
+            platform.prepare_run(&prepare)
+        );
+        let mut facts = validation::AccountFacts::default();
+        match &models {
+            Ok(m) => {
+                facts.trainable_models = Some(m.models.iter().map(|x| x.name.clone()).collect());
+                facts.gpu_types = Some(m.on_demand.iter().map(|o| o.gpu_type.clone()).collect());
+            }
+            Err(e) => report.checker("account", validation::Status::Failed, format!("models: {e}")),
+        }
+        if let Ok(v) = &volumes {
+            facts.volumes = Some(v.iter().map(|x| x.name.clone()).collect());
+        }
+        match prep {
+            Ok(PrepareOutcome::Prepared(p)) => facts.prepare_schema_commit = Some(p.runtime.schema_commit.clone()),
+            Ok(PrepareOutcome::NotSupported { .. }) => {
+                report.checker("schema drift", validation::Status::Skipped, "the platform does not offer prepare (404/405)")
+            }
+            Err(e) => report.checker("schema drift", validation::Status::Failed, format!("prepare: {e}")),
+        }
+        validation::apply_account_facts(&mut report, &facts);
+        if models.is_ok() {
+            report.checker("account", validation::Status::Ran, format!(
+                "checked against the {} account",
+                team.as_deref().map(|t| format!("team {t}")).unwrap_or_else(|| "personal".into())
+            ));
+        }
+    } else {
+        report.checker("account", validation::Status::Skipped, if args.offline == Some(true) {
+            "offline: true".to_string()
+        } else {
+            "no platform credentials".to_string()
+        });
+    }
+    report.finish();
+    let value = serde_json::to_value(&report).map_err(|e| ToolError::new(format!("internal: {e}")))?;
+    let out: ValidateOut = serde_json::from_value(value).map_err(|e| ToolError::new(format!("internal: {e}")))?;
+    let errors = out.findings.iter().filter(|f| f.severity == "error").count();
+    let warnings = out.findings.iter().filter(|f| f.severity == "warning").count();
+    let summary = if out.valid {
+        format!("Valid {} config ({warnings} warning(s))", out.mode.to_uppercase())
+    } else {
+        format!("Invalid {} config: {errors} error(s), {warnings} warning(s)", out.mode.to_uppercase())
+    };
+    Ok(Outcome::done(summary, out))
+}
