@@ -34,7 +34,10 @@ pub struct CheckConfigArgs {
 fn unusable(args: &CheckConfigArgs, what: String) -> ExitCode {
     eprintln!("check-config: {}: {what}", args.file.display());
     if args.json {
-        println!("{}", serde_json::json!({ "error": what, "file": args.file.display().to_string() }));
+        println!(
+            "{}",
+            serde_json::json!({ "error": what, "file": args.file.display().to_string() })
+        );
     }
     ExitCode::from(2)
 }
@@ -50,7 +53,10 @@ pub fn run(args: CheckConfigArgs) -> ExitCode {
         Err(e) => {
             return unusable(
                 &args,
-                format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+                format!(
+                    "not UTF-8 text (invalid byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ),
             );
         }
     };
@@ -122,14 +128,31 @@ pub fn human(file: &str, r: &Report) -> String {
         if items.is_empty() {
             continue;
         }
-        out.push_str(&format!("\n{} {title}{}\n", items.len(), if items.len() == 1 { "" } else { "s" }));
+        out.push_str(&format!(
+            "\n{} {title}{}\n",
+            items.len(),
+            if items.len() == 1 { "" } else { "s" }
+        ));
         for f in items {
-            let path = if f.path.is_empty() { "(whole config)" } else { f.path.as_str() };
+            let path = if f.path.is_empty() {
+                "(whole config)"
+            } else {
+                f.path.as_str()
+            };
             let source = match f.source {
                 validation::FindingSource::Native => String::new(),
-                other => format!(" [{}]", serde_json::to_value(other).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()),
+                other => format!(
+                    " [{}]",
+                    serde_json::to_value(other)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
+                ),
             };
-            out.push_str(&format!("  {title:<7} {path}{source}\n          {}\n", f.message));
+            out.push_str(&format!(
+                "  {title:<7} {path}{source}\n          {}\n",
+                f.message
+            ));
             if let Some(h) = &f.hint {
                 out.push_str(&format!("          hint: {h}\n"));
             }
@@ -139,7 +162,10 @@ pub fn human(file: &str, r: &Report) -> String {
         .checkers
         .iter()
         .map(|c| {
-            let status = serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            let status = serde_json::to_value(c.status)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
             format!("{} {status} ({})", c.name, c.detail)
         })
         .collect();
