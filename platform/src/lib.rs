@@ -17,6 +17,7 @@ mod http;
 pub mod runs;
 pub mod settings;
 pub mod traces;
+pub mod transfer;
 pub mod volumes;
 pub mod wire;
 

@@ -8,7 +8,8 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use factory_policies::store::{Claim, DB_FILE, DispatchState, Store, StoreError, Utc};
@@ -103,9 +104,12 @@ fn child_entry() {
     println!("RESULT {answer}");
 }
 
+/// How long a child may take to say anything before the test fails instead of hanging.
+const CHILD_SILENCE: Duration = Duration::from_secs(60);
+
 struct Kid {
     child: Child,
-    out: BufReader<ChildStdout>,
+    lines: mpsc::Receiver<String>,
 }
 
 impl Kid {
@@ -121,20 +125,30 @@ impl Kid {
             .spawn()
             .unwrap();
         let out = BufReader::new(child.stdout.take().unwrap());
-        let mut kid = Kid { child, out };
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut kid = Kid { child, lines };
         kid.wait_for("READY");
         kid
     }
 
-    /// Read stdout until a line starting with `prefix`; return the rest of that line.
-    fn wait_for(&mut self, prefix: &str) -> String {
-        let mut line = String::new();
+    /// Read stdout until a line holding `marker`; return the rest of that line.
+    fn wait_for(&mut self, marker: &str) -> String {
         loop {
-            line.clear();
-            let n = self.out.read_line(&mut line).unwrap();
-            assert!(n > 0, "child exited before printing {prefix}");
-            if let Some(rest) = line.trim_end().strip_prefix(prefix) {
-                return rest.trim().to_owned();
+            let line = match self.lines.recv_timeout(CHILD_SILENCE) {
+                Ok(line) => line,
+                Err(e) => panic!("child gave no {marker}: {e:?}"),
+            };
+            // libtest prints "test child_entry ... " before the marker on the same line.
+            if let Some(at) = line.find(marker) {
+                return line[at + marker.len()..].trim().to_owned();
             }
         }
     }
@@ -159,6 +173,14 @@ impl Kid {
         let answer = self.result();
         assert!(self.child.wait().unwrap().success());
         answer
+    }
+}
+
+impl Drop for Kid {
+    /// A failing test must not leave children behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

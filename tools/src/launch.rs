@@ -9,7 +9,7 @@ use std::{sync::Arc, time::Duration};
 use chrono::{DateTime, Utc};
 use factory_platform::{
     ListRunsQuery, PlatformClient, TeamScope,
-    wire::{account::AvailableModels, runs::CreateRunRequest, runs::RlRun},
+    wire::{account::AvailableModels, runs::CreateRunRequest, runs::ResumeRunRequest, runs::RlRun},
 };
 use factory_policies::{
     ConfirmMode,
@@ -38,6 +38,7 @@ pub fn tools() -> Vec<ToolDef<AppState>> {
     vec![
         tool("plan_run", plan_run),
         tool("launch_run", launch_run),
+        tool("resume_run", resume_run),
         tool("stop_run", stop_run),
     ]
 }
@@ -93,6 +94,8 @@ pub struct PlanRunArgs {
     pub relaunch_after_failure: Option<bool>,
     /// Launch although an identical run is active.
     pub allow_duplicate: Option<bool>,
+    /// A PAUSED run to resume as a new run (no config; only gpu_type, image_tag, env and the owner overrides apply). Launch it with resume_run.
+    pub resume_from: Option<String>,
 }
 
 /// Everything about a plan that `launch_run` needs, stored with it (no secret values).
@@ -122,6 +125,15 @@ struct PlanBody {
     /// taken for this plan's run when reconciling.
     #[serde(default)]
     preexisting_same_name: Vec<String>,
+    /// `launch` (a new run from a config) or `resume` (a new run from a paused one).
+    #[serde(default = "default_kind")]
+    kind: String,
+    #[serde(default)]
+    resume_from: Option<String>,
+}
+
+fn default_kind() -> String {
+    "launch".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -315,7 +327,7 @@ fn rand_u32() -> u32 {
     h.finish() as u32
 }
 
-fn new_plan_id() -> String {
+pub(crate) fn new_plan_id() -> String {
     let alphabet = b"abcdefghijklmnopqrstuvwxyz234567";
     let id: String = (0..20)
         .map(|_| alphabet[(rand_u32() % 32) as usize] as char)
@@ -480,6 +492,9 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
     }
     if args.run_name.is_some() {
         overrides.push("run_name".into());
+    }
+    if args.resume_from.is_some() {
+        return plan_resume(state, args, env_names, overrides).await;
     }
 
     // 2. The config: read, guard, validate with the argument overrides applied.
@@ -776,6 +791,8 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
             .filter(|r| r.name.as_deref() == Some(run_name.as_str()))
             .map(|r| r.id.clone())
             .collect(),
+        kind: default_kind(),
+        resume_from: None,
     };
     let summary = summary_text(&plan_id, &expires, &body, &report, image_tag.as_deref(), source_ref.as_deref(), state.sandbox);
     let store = store(&state)?;
@@ -830,6 +847,216 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
             duplicates,
             blocked,
             confirmation,
+            request,
+            request_digest,
+            content_digest,
+        },
+    ))
+}
+
+/// Plan the resume of a PAUSED run: a new billable run, priced from the paused run's GPUs.
+async fn plan_resume(
+    state: Arc<AppState>,
+    args: PlanRunArgs,
+    env_names: Vec<String>,
+    mut overrides: Vec<String>,
+) -> ToolResult<PlanOut> {
+    for (name, present) in [
+        ("config_path", args.config_path.is_some()),
+        ("config_toml", args.config_toml.is_some()),
+        ("volume", args.volume.is_some()),
+        ("volume_size", args.volume_size.is_some()),
+        ("source_ref", args.source_ref.is_some()),
+        ("sft", args.sft.is_some()),
+        ("run_name", args.run_name.is_some()),
+        ("team_id", args.team_id.is_some()),
+        ("personal", args.personal.is_some()),
+        ("relaunch_after_failure", args.relaunch_after_failure.is_some()),
+    ] {
+        if present {
+            return Err(refuse(format!(
+                "`{name}` does not apply to a resume: a resumed run keeps the paused run's config and owner; only gpu_type, image_tag, env and allow_duplicate may be set."
+            )));
+        }
+    }
+    overrides.retain(|o| o == "allow_duplicate");
+    let from = args.resume_from.clone().unwrap_or_default();
+    let prev = fetch_run(&state, &from).await?;
+    if !prev.status.eq_ignore_ascii_case("PAUSED") {
+        return Err(refuse(format!(
+            "Run {from} is {}: only a PAUSED run can be resumed (pause_run pauses a RUNNING one).",
+            prev.status
+        )));
+    }
+    if state.policy.confirm == ConfirmMode::Plan && !state.policy.allow_model_overrides && !overrides.is_empty() {
+        return Err(refuse("Refused in plan-confirmation mode: allow_duplicate may not be set by the assistant unless the policy sets allow_model_overrides = true."));
+    }
+    let platform = state.platform()?;
+    let team = prev.team_id.clone();
+    let scope = scope_of(&team);
+    let models = platform
+        .available_models(&scope)
+        .await
+        .map_err(|e| platform_error("list models to price the resume", &e))?;
+    let cluster_gpu = prev.prime_cluster_id.as_deref().and_then(|cid| {
+        models
+            .models
+            .iter()
+            .flat_map(|m| &m.clusters)
+            .find(|c| c.cluster_id == cid)
+            .and_then(|c| c.gpu_type.clone())
+    });
+    let gpu_type = args.gpu_type.clone().or(cluster_gpu);
+    let gpus = prev.gpu_count.and_then(|g| u64::try_from(g).ok());
+    let price = launch::price(&models, prev.base_model.as_deref(), gpu_type.as_deref(), gpus);
+    let runs = owner_runs(platform, &team, 5).await?;
+    let active = active_spend(&state, &runs, &models);
+    let figures = PlanFigures {
+        team: team.as_deref(),
+        gpu_type: gpu_type.as_deref(),
+        gpus,
+        per_hour_usd: price.per_hour_usd,
+        max_steps: prev.max_steps,
+    };
+    let violations = launch::check_budgets(&state.policy, &figures, &active);
+    if !violations.is_empty() {
+        return Err(refuse(format!(
+            "Refused by the policy:\n- {}",
+            violations.iter().map(|v| format!("{}: {}", v.key, v.message)).collect::<Vec<_>>().join("\n- ")
+        )));
+    }
+    let run_name = prev.name.clone().unwrap_or_default();
+    let resumed: Vec<&RlRun> = runs
+        .iter()
+        .filter(|r| r.id != prev.id && launch::is_active_status(&r.status) && !run_name.is_empty() && r.name.as_deref() == Some(run_name.as_str()))
+        .collect();
+    let duplicates: Vec<DuplicateItem> = resumed
+        .iter()
+        .map(|r| DuplicateItem {
+            run_id: r.id.clone(),
+            name: r.name.clone(),
+            status: r.status.clone(),
+            created_at: r.created_at.clone(),
+            relation: "active".into(),
+        })
+        .collect();
+    if !duplicates.is_empty() && args.allow_duplicate != Some(true) {
+        return Err(refuse(format!(
+            "An active run named {run_name} already exists ({}): the paused run may have been resumed already. Watch it instead, or pass allow_duplicate: true.",
+            duplicates.iter().map(|d| d.run_id.as_str()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let mut request = Map::new();
+    if let Some(g) = &gpu_type {
+        request.insert("gpuType".into(), json!(g));
+    }
+    if let Some(t) = &args.image_tag {
+        request.insert("imageTag".into(), json!(t));
+    }
+    let request = Value::Object(request);
+    let request_digest = launch::digest(&json!({"resume_from": from, "request": request, "env": env_names}));
+    let content_digest = launch::digest(&json!({"resume_from": from, "gpu_type": gpu_type, "image_tag": args.image_tag, "env": env_names}));
+    let now = Utc::now();
+    let plan_id = new_plan_id();
+    let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
+    let owner_label = team.as_ref().map(|t| format!("team {t}")).unwrap_or_else(|| "personal account".into());
+    let body = PlanBody {
+        request: request.clone(),
+        env_names: env_names.clone(),
+        run_name: run_name.clone(),
+        run_name_generated: false,
+        team_id: team.clone(),
+        owner_label: owner_label.clone(),
+        owner_source: format!("the paused run {from}"),
+        config_path: None,
+        config_sha256: None,
+        config_digest: String::new(),
+        volume: None,
+        mode: if prev.is_sft() { "sft" } else { "rl" }.into(),
+        model: prev.base_model.clone(),
+        gpu_type: gpu_type.clone(),
+        gpus,
+        max_steps: prev.max_steps,
+        price: price.clone(),
+        overrides: overrides.clone(),
+        blocked: None,
+        preexisting_same_name: runs
+            .iter()
+            .filter(|r| !run_name.is_empty() && r.name.as_deref() == Some(run_name.as_str()))
+            .map(|r| r.id.clone())
+            .collect(),
+        kind: "resume".into(),
+        resume_from: Some(from.clone()),
+    };
+    let mut lines = vec![
+        format!("Resume plan {plan_id} (expires {})", expires.format("%Y-%m-%d %H:%M UTC")),
+        format!("Resumes:  {from} ({}, PAUSED) as a NEW billable run", if run_name.is_empty() { "unnamed" } else { &run_name }),
+        format!("Owner:    {owner_label} — from the paused run"),
+        format!("Model:    {} ({})", body.model.as_deref().unwrap_or("?"), body.mode.to_uppercase()),
+        format!(
+            "GPUs:     {} × {}",
+            gpus.map(|g| g.to_string()).unwrap_or_else(|| "?".into()),
+            gpu_type.as_deref().or(price.gpu_type.as_deref()).unwrap_or("any type")
+        ),
+        format!(
+            "Price:    {}",
+            match price.per_hour_usd {
+                Some(ph) => format!("${ph:.2}/hour ({})", price.basis),
+                None => format!("unknown ({})", price.basis),
+            }
+        ),
+        format!(
+            "Secrets:  {}",
+            if env_names.is_empty() { "none".to_string() } else { format!("{} (by name)", env_names.join(", ")) }
+        ),
+    ];
+    for n in &price.notes {
+        lines.push(format!("Note:     {n}"));
+    }
+    if !overrides.is_empty() {
+        lines.push(format!("Set by the assistant: {}", overrides.join(", ")));
+    }
+    if state.sandbox {
+        lines.push("Platform: the embedded sandbox (no real GPUs, no charge)".into());
+    }
+    let summary = lines.join("\n");
+    store(&state)?
+        .put_plan(&PlanRecord {
+            id: plan_id.clone(),
+            created_at: now,
+            expires_at: expires,
+            request_digest: request_digest.clone(),
+            content_digest: content_digest.clone(),
+            owner: team.clone(),
+            summary_text: summary.clone(),
+            body: serde_json::to_value(&body).map_err(|e| refuse(format!("internal: {e}")))?,
+        })
+        .map_err(|e| refuse(format!("cannot store the plan: {e}")))?;
+    audit(&state, "plan_run", "planned_resume", Some(&plan_id), Some(&from), json!({"price_per_hour_usd": price.per_hour_usd}));
+    Ok(Outcome::done(
+        format!("Planned the resume of {from}: {}\n{summary}", price.per_hour_usd.map(|p| format!("${p:.2}/h")).unwrap_or_else(|| "price unknown".into())),
+        PlanOut {
+            plan_id: plan_id.clone(),
+            expires_at: expires.to_rfc3339(),
+            summary,
+            owner: team,
+            mode: body.mode.clone(),
+            model: body.model.clone(),
+            run_name,
+            gpus,
+            gpu_type,
+            price_per_hour_usd: price.per_hour_usd,
+            price_basis: price.basis,
+            volume: None,
+            env: env_names,
+            max_steps: prev.max_steps,
+            checks: vec![CheckItem { check: "resume".into(), status: "ok".into(), detail: format!("{from} is PAUSED") }],
+            duplicates,
+            blocked: None,
+            confirmation: match state.policy.confirm {
+                ConfirmMode::Plan => "plan mode: resume_run with this plan_id dispatches without asking (cost caps apply)".into(),
+                ConfirmMode::Human => format!("a person must confirm: resume_run asks through your client's dialog, or the person runs `factory-mcp approve {plan_id}`"),
+            },
             request,
             request_digest,
             content_digest,
@@ -929,7 +1156,7 @@ fn summary_text(
     lines.join("\n")
 }
 
-fn audit(state: &AppState, tool: &str, action: &str, plan_id: Option<&str>, run_id: Option<&str>, detail: Value) {
+pub(crate) fn audit(state: &AppState, tool: &str, action: &str, plan_id: Option<&str>, run_id: Option<&str>, detail: Value) {
     if let Ok(store) = state.store() {
         let mut detail = detail;
         state.redactor.redact_json(&mut detail);
@@ -1049,10 +1276,28 @@ async fn reconcile(
 }
 
 async fn launch_run(state: Arc<AppState>, args: LaunchRunArgs, call: Call) -> ToolResult<LaunchOut> {
+    run_plan(state, &args.plan_id, call, "launch_run").await
+}
+
+async fn resume_run(state: Arc<AppState>, args: LaunchRunArgs, call: Call) -> ToolResult<LaunchOut> {
+    run_plan(state, &args.plan_id, call, "resume_run").await
+}
+
+/// The shared pipeline of launch_run and resume_run.
+async fn run_plan(state: Arc<AppState>, plan_id: &str, call: Call, tool_name: &str) -> ToolResult<LaunchOut> {
     let store = store(&state)?;
     let platform = state.platform()?;
-    let (plan, body) = load_plan(store, &args.plan_id)?;
+    let (plan, body) = load_plan(store, plan_id)?;
     let plan_id = plan.id.clone();
+    match (tool_name, body.kind.as_str()) {
+        ("launch_run", "resume") => {
+            return Err(refuse(format!("Plan {plan_id} resumes a paused run: call resume_run with it.")));
+        }
+        ("resume_run", k) if k != "resume" => {
+            return Err(refuse(format!("Plan {plan_id} launches a new run: call launch_run with it.")));
+        }
+        _ => {}
+    }
 
     // Duplicate guard first: a dispatched plan returns its run, asking no one again.
     if let Some(done) = guard_existing(&state, store, platform, &plan, &body).await? {
@@ -1062,7 +1307,7 @@ async fn launch_run(state: Arc<AppState>, args: LaunchRunArgs, call: Call) -> To
         return Err(refuse(format!("Plan {plan_id} expired at {}: call plan_run again. Nothing was dispatched.", plan.expires_at.to_rfc3339())));
     }
     if let Some(b) = &body.blocked {
-        audit(&state, "launch_run", "refused_blocked", Some(&plan_id), None, json!({}));
+        audit(&state, tool_name, "refused_blocked", Some(&plan_id), None, json!({}));
         return Err(refuse(format!("{b} Nothing was dispatched.")));
     }
     recheck(&state, platform, &body).await?;
@@ -1071,7 +1316,7 @@ async fn launch_run(state: Arc<AppState>, args: LaunchRunArgs, call: Call) -> To
     match state.policy.confirm {
         ConfirmMode::Plan => {}
         ConfirmMode::Human => {
-            if let Some(resp) = confirm(&state, store, &plan, &body, &call).await? {
+            if let Some(resp) = confirm(&state, store, &plan, tool_name, &call).await? {
                 return Ok(Outcome::Response(Box::new(resp)));
             }
             recheck(&state, platform, &body).await?;
@@ -1177,11 +1422,11 @@ async fn recheck(state: &AppState, platform: &PlatformClient, body: &PlanBody) -
 
 /// Ask a person. `Ok(None)`: confirmed, go on. `Ok(Some(resp))`: answer the client with this
 /// (the input-required round trip). `Err`: refused, or no way to ask.
-async fn confirm(
+pub(crate) async fn confirm(
     state: &AppState,
     store: &Store,
     plan: &PlanRecord,
-    body: &PlanBody,
+    tool: &str,
     call: &Call,
 ) -> Result<Option<rmcp::model::CallToolResponse>, ToolError> {
     let decision = store
@@ -1203,14 +1448,13 @@ async fn confirm(
         "{}\n\nApprove this billable launch?",
         plan.summary_text
     );
-    let _ = body;
     if modern && can_elicit {
         let key = store
             .request_state_key()
             .map_err(|e| refuse(format!("cannot read the request-state key: {e}")))?;
         let codec = RequestStateCodec::try_new(secrecy::ExposeSecret::expose_secret(&key).to_vec())
             .map_err(|e| refuse(format!("request-state key unusable: {e}")))?;
-        let ad = format!("launch_run|{}|{}", plan.id, plan.request_digest);
+        let ad = format!("{tool}|{}|{}", plan.id, plan.request_digest);
         match &call.request_state {
             None => {
                 let sealed = SealedConfirm {
@@ -1288,15 +1532,17 @@ async fn confirm(
                 Err(refuse(format!("The launch of plan {} was declined: nothing was dispatched.", plan.id)))
             }
             Err(e) => Err(refuse(format!(
-                "Could not ask for confirmation ({e}). Run `factory-mcp approve {}` in a terminal, then call launch_run again.",
+                "Could not ask for confirmation ({e}). Run `factory-mcp approve {}` in a terminal, then call {tool} again.",
                 plan.id
             ))),
         }
     } else {
         audit(state, "launch_run", "needs_approval", Some(&plan.id), None, json!({}));
         Err(refuse(format!(
-            "A person must approve this launch and this client cannot show a confirmation dialog. Ask the user to run `factory-mcp approve {}` in their terminal, then call launch_run again. Nothing was dispatched.\n\n{}",
-            plan.id, plan.summary_text
+            "A person must approve this and this client cannot show a confirmation dialog. Ask the user to run `factory-mcp approve {}` in their terminal, then call {tool} again{}. Nothing was done.\n\n{}",
+            plan.id,
+            if tool == "delete_run" { format!(" with intent_id: \"{}\"", plan.id) } else { String::new() },
+            plan.summary_text
         )))
     }
 }
@@ -1361,9 +1607,16 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
             _ => return Err(busy()),
         },
     }
-    audit(state, "launch_run", "dispatching", Some(&plan.id), None, json!({"run_name": body.run_name}));
-    let request = create_request(state, body)?;
-    match platform.create_run(&request).await {
+    audit(state, "launch_run", "dispatching", Some(&plan.id), None, json!({"run_name": body.run_name, "kind": body.kind}));
+    let answer = if body.kind == "resume" {
+        let from = body.resume_from.clone().unwrap_or_default();
+        let request = resume_request(state, body)?;
+        platform.resume_run(&from, &request).await
+    } else {
+        let request = create_request(state, body)?;
+        platform.create_run(&request).await
+    };
+    match answer {
         Ok(resp) => {
             let details = json!({
                 "request_digest": plan.request_digest,
@@ -1425,6 +1678,28 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
             Err(platform_error(&format!("launch plan {} (nothing was created)", plan.id), &e))
         }
     }
+}
+
+fn forwarded_secret(state: &AppState, body: &PlanBody, name: &str) -> Result<Option<SecretString>, ToolError> {
+    if !body.env_names.iter().any(|n| n == name) {
+        return Ok(None);
+    }
+    state.secret_value(name).map(Some).ok_or_else(|| {
+        refuse(format!(
+            "The plan forwards {name}, but the server has no value for it: set {name} in the server's environment (or secrets.env_file) and restart it. Nothing was dispatched."
+        ))
+    })
+}
+
+/// The resume request (§6.6: only gpuType, imageTag and the two secrets).
+fn resume_request(state: &AppState, body: &PlanBody) -> Result<ResumeRunRequest, ToolError> {
+    let s = |k: &str| body.request.get(k).and_then(Value::as_str).map(str::to_owned);
+    Ok(ResumeRunRequest {
+        gpu_type: s("gpuType"),
+        image_tag: s("imageTag"),
+        wandb_api_key: forwarded_secret(state, body, "WANDB_API_KEY")?,
+        hf_token: forwarded_secret(state, body, "HF_TOKEN")?,
+    })
 }
 
 /// The create request with secret values read from the server's environment now.

@@ -6,6 +6,7 @@ pub mod account;
 pub mod catalogue;
 pub mod config_tool;
 pub mod launch;
+pub mod lifecycle;
 pub mod owner;
 pub mod reply;
 pub mod runs;
@@ -14,6 +15,7 @@ pub mod server;
 pub mod state;
 pub mod traces;
 pub mod validation;
+pub mod workflows;
 
 use std::sync::Arc;
 
@@ -28,7 +30,9 @@ pub fn all_tools() -> Vec<server::ToolDef<AppState>> {
     let mut defs = account::tools();
     defs.extend(config_tool::tools());
     defs.extend(launch::tools());
+    defs.extend(lifecycle::tools());
     defs.extend(runs::tools());
+    defs.extend(workflows::tools());
     defs.extend(traces::tools());
     defs
 }

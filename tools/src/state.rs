@@ -27,6 +27,11 @@ pub struct Limits {
     pub metric_records: usize,
     /// Most run pages `list_runs` reads when it filters by status.
     pub status_scan_pages: u32,
+    /// Shortest and longest pause between two platform requests of `watch_run` (it backs off
+    /// from the first to the second while nothing changes). Never below 2 s in production;
+    /// `FACTORY_MCP_WATCH_POLL_MS` (undocumented, for tests and the demo) sets the shortest.
+    pub watch_poll_min: std::time::Duration,
+    pub watch_poll_max: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -38,6 +43,8 @@ impl Default for Limits {
             log_bytes: 64 * 1024,
             metric_records: 500,
             status_scan_pages: 10,
+            watch_poll_min: std::time::Duration::from_secs(2),
+            watch_poll_max: std::time::Duration::from_secs(15),
         }
     }
 }
@@ -167,6 +174,12 @@ impl AppState {
         )
         .with_store(store);
         state.forwardable = forwardable;
+        // Hidden test/demo knob: a faster watch_run poll (the sandbox's clock runs faster too).
+        if let Some(ms) = env("FACTORY_MCP_WATCH_POLL_MS").and_then(|v| v.trim().parse::<u64>().ok()) {
+            let min = std::time::Duration::from_millis(ms.clamp(10, 60_000));
+            state.limits.watch_poll_min = min;
+            state.limits.watch_poll_max = state.limits.watch_poll_max.min(min * 4).max(min);
+        }
         Ok(Built { state, known })
     }
 }

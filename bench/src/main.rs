@@ -1,0 +1,924 @@
+//! `factory-bench`: the whole-process and client-server figures of `docs/BENCHMARKS.md`.
+//!
+//! One run against one sandbox (in this process, manual clock, the fixed seed
+//! `scripts/bench/seed.json`, loopback only). It measures the release `factory-mcp serve`
+//! through rmcp's client; the official `prime` CLI as an agent shelling out runs it; the CLI's
+//! own API client in one warm Python process; a minimal FastMCP server through the same rmcp
+//! client; and the same platform requests made directly with reqwest (the floor). Every loop
+//! is bounded in count and in time. Output: a Markdown report on stdout and JSON under `--out`.
+//! `scripts/bench.sh` is the one command that builds what it needs and runs this.
+
+mod mcp;
+mod procfs;
+mod stats;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use factory_sandbox::{ClockMode, Sandbox, SandboxHandle, SandboxOptions, SeedSource};
+use serde_json::{Value, json};
+use stats::{Budget, Summary, fmt_us, sample};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// The seeded runs (`scripts/bench/seed.json`).
+const MAIN_RUN: &str = "cbenchmain000000000000001";
+const LOGS_RUN: &str = "cbenchlogs000000000000001";
+const TRACES_100M: &str = "cbenchtraces100m000000000";
+const TRACES_1G: &str = "cbenchtraces1g00000000000";
+
+#[derive(Debug, Parser)]
+#[command(about = "factory-mcp benchmarks (see docs/BENCHMARKS.md; run through scripts/bench.sh)")]
+struct Args {
+    /// The `factory-mcp` binary to measure (the release build).
+    #[arg(long)]
+    server: PathBuf,
+    /// The sandbox seed.
+    #[arg(long)]
+    seed: PathBuf,
+    /// `scripts/bench/` (the Python helpers).
+    #[arg(long)]
+    scripts: PathBuf,
+    /// The `prime` CLI (0.18.0); its venv's python runs the in-process timing.
+    #[arg(long)]
+    prime: Option<PathBuf>,
+    /// The python of the venv holding FastMCP.
+    #[arg(long)]
+    fastmcp_python: Option<PathBuf>,
+    /// Criterion's output directory, to fold its `validate` figures into the report.
+    #[arg(long)]
+    criterion_dir: Option<PathBuf>,
+    /// Where results.json and report.md go.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+    /// Fewer samples everywhere and a 256 MB trace run instead of 1 GB (a smoke run).
+    #[arg(long)]
+    quick: bool,
+    /// Skip the trace fetch (writes 1.1 GB to the scratch directory).
+    #[arg(long)]
+    no_fetch: bool,
+}
+
+struct Budgets {
+    tool: Budget,
+    cli: Budget,
+    cli_inproc: Budget,
+    cold_ours: Budget,
+    cold_fastmcp: Budget,
+    load_secs: u64,
+}
+
+impl Budgets {
+    fn new(quick: bool) -> Budgets {
+        if quick {
+            Budgets {
+                tool: Budget::new(5, 50, 5),
+                cli: Budget::new(1, 3, 20),
+                cli_inproc: Budget::new(0, 30, 5),
+                cold_ours: Budget::new(1, 5, 10),
+                cold_fastmcp: Budget::new(1, 3, 30),
+                load_secs: 2,
+            }
+        } else {
+            Budgets {
+                tool: Budget::new(20, 400, 20),
+                cli: Budget::new(1, 20, 90),
+                cli_inproc: Budget::new(0, 300, 20),
+                cold_ours: Budget::new(2, 40, 30),
+                cold_fastmcp: Budget::new(1, 12, 90),
+                load_secs: 6,
+            }
+        }
+    }
+}
+
+/// One operation as the three contenders spell it.
+struct Op {
+    name: &'static str,
+    tool: &'static str,
+    args: Value,
+    cli: Vec<String>,
+}
+
+fn ops() -> Vec<Op> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        Op { name: "list runs", tool: "list_runs", args: json!({}), cli: s(&["train", "list", "-o", "json"]) },
+        Op { name: "get run", tool: "get_run", args: json!({"run_id": MAIN_RUN}), cli: s(&["train", "get", MAIN_RUN, "-o", "json"]) },
+        Op {
+            name: "logs tail 1000",
+            tool: "get_logs",
+            args: json!({"run_id": LOGS_RUN, "tail": 1000}),
+            cli: s(&["train", "logs", LOGS_RUN, "--tail", "1000"]),
+        },
+        Op {
+            name: "logs tail 5000",
+            tool: "get_logs",
+            args: json!({"run_id": LOGS_RUN, "tail": 5000}),
+            cli: s(&["train", "logs", LOGS_RUN, "--tail", "5000"]),
+        },
+        Op { name: "metrics", tool: "get_metrics", args: json!({"run_id": MAIN_RUN}), cli: s(&["train", "metrics", MAIN_RUN]) },
+        Op { name: "progress", tool: "get_progress", args: json!({"run_id": MAIN_RUN}), cli: s(&["train", "progress", MAIN_RUN]) },
+        Op { name: "models", tool: "list_models", args: json!({}), cli: s(&["train", "models", "-o", "json"]) },
+    ]
+}
+
+/// Everything the measurements share.
+struct Bench {
+    args: Args,
+    budgets: Budgets,
+    sandbox: SandboxHandle,
+    base: String,
+    key: String,
+    scratch: tempfile::TempDir,
+    http: reqwest::Client,
+    report: String,
+    results: serde_json::Map<String, Value>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let budgets = Budgets::new(args.quick);
+    let machine_before = procfs::machine();
+    let sandbox = Sandbox::start(SandboxOptions {
+        clock: ClockMode::Manual,
+        seed: SeedSource::File(args.seed.clone()),
+        ..SandboxOptions::default()
+    })
+    .await
+    .context("start the sandbox")?;
+    let base = sandbox.base_url();
+    let key = sandbox.api_key(0).context("seeded user")?;
+    let mut b = Bench {
+        budgets,
+        base,
+        key,
+        scratch: tempfile::tempdir()?,
+        http: reqwest::Client::builder().pool_max_idle_per_host(128).build()?,
+        report: String::new(),
+        results: serde_json::Map::new(),
+        sandbox,
+        args,
+    };
+    std::fs::create_dir_all(&b.args.out)?;
+    b.results.insert("machine_at_start".into(), machine_before.clone());
+    let started = Instant::now();
+
+    let per_op = b.per_operation().await?;
+    b.overhead(&per_op).await?;
+    b.cold_start_and_fastmcp(&per_op).await?;
+    b.http_throughput().await?;
+    b.validate_config().await?;
+    if !b.args.no_fetch {
+        b.fetch_traces().await?;
+    }
+
+    let machine_after = procfs::machine();
+    let head = format!(
+        "Machine: {} CPU(s), {}, {}; kernel {}. Load average (1/5/15 min) at start {}, at end {}. Total bench time {:.0} s{}.\n",
+        machine_before["cpus"],
+        machine_before["cpu_model"].as_str().unwrap_or("?"),
+        machine_before["mem_total"].as_str().unwrap_or("?"),
+        machine_before["kernel"].as_str().unwrap_or("?"),
+        machine_before["loadavg"].as_str().unwrap_or("?"),
+        machine_after["loadavg"].as_str().unwrap_or("?"),
+        started.elapsed().as_secs_f64(),
+        if b.args.quick { " (--quick: small samples)" } else { "" },
+    );
+    b.results.insert("machine_at_end".into(), machine_after);
+    let report = format!("{head}{}", b.report);
+    std::fs::write(b.args.out.join("report.md"), &report)?;
+    std::fs::write(
+        b.args.out.join("results.json"),
+        serde_json::to_string_pretty(&Value::Object(b.results.clone()))?,
+    )?;
+    println!("{report}");
+    eprintln!("bench: wrote {}/report.md and results.json", b.args.out.display());
+    b.sandbox.shutdown().await;
+    Ok(())
+}
+
+/// Per-operation figures reused by later sections.
+struct OpFigures {
+    name: &'static str,
+    tool: Summary,
+    floor: Summary,
+    requests: Vec<String>,
+}
+
+impl Bench {
+    fn say(&self, what: &str) {
+        eprintln!("bench: {what} (load {})", procfs::machine()["loadavg"].as_str().unwrap_or("?"));
+    }
+
+    /// The environment of a server or CLI process acting as the seeded user Alice.
+    fn env(&self, home: &Path) -> Vec<(String, String)> {
+        let home = home.display().to_string();
+        vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), home.clone()),
+            ("XDG_CONFIG_HOME".into(), format!("{home}/.config")),
+            ("XDG_STATE_HOME".into(), format!("{home}/.state")),
+            ("PRIME_API_BASE_URL".into(), self.base.clone()),
+            ("PRIME_TRACES_URL".into(), self.base.clone()),
+            ("PRIME_API_KEY".into(), self.key.clone()),
+            ("PRIME_DISABLE_VERSION_CHECK".into(), "1".into()),
+            ("COLUMNS".into(), "250".into()),
+            ("TERM".into(), "dumb".into()),
+            ("NO_COLOR".into(), "1".into()),
+        ]
+    }
+
+    fn dir(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let d = self.scratch.path().join(name);
+        std::fs::create_dir_all(&d)?;
+        Ok(d)
+    }
+
+    fn serve_args(ws: &Path) -> Vec<String> {
+        vec!["serve".into(), "--workspace".into(), ws.display().to_string()]
+    }
+
+    async fn stdio_server(&self, label: &str) -> anyhow::Result<(mcp::Child, PathBuf)> {
+        let home = self.dir(&format!("home-{label}"))?;
+        let ws = self.dir(&format!("ws-{label}"))?;
+        let child = mcp::spawn_stdio(&self.args.server, &Self::serve_args(&ws), &self.env(&home), &ws).await?;
+        Ok((child, ws))
+    }
+
+    /// The platform requests one call of `f` makes, as `METHOD /path?query`.
+    async fn requests_of<F, Fut>(&self, f: F) -> anyhow::Result<Vec<(String, String)>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<()>>,
+    {
+        let before = self.sandbox.request_log().len();
+        f().await?;
+        Ok(self.sandbox.request_log()[before..]
+            .iter()
+            .map(|r| {
+                let q = r.query.as_deref().map(|q| format!("?{q}")).unwrap_or_default();
+                (r.method.clone(), format!("{}{q}", r.path))
+            })
+            .collect())
+    }
+
+    /// The floor: the same requests, made directly with a pooled reqwest client, in order.
+    async fn floor(&self, reqs: &[(String, String)]) -> anyhow::Result<Summary> {
+        if reqs.iter().any(|(m, _)| m != "GET") {
+            bail!("floor replays GETs only: {reqs:?}");
+        }
+        let urls: Vec<String> = reqs.iter().map(|(_, p)| format!("{}{p}", self.base)).collect();
+        let d = sample(self.budgets.tool, || async {
+            for u in &urls {
+                let r = self.http.get(u).bearer_auth(&self.key).send().await?;
+                if !r.status().is_success() {
+                    bail!("{u}: {}", r.status());
+                }
+                r.bytes().await?;
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(Summary::of(&d))
+    }
+
+    // ---- 1. per operation: our tool call vs the CLI ---------------------------------------
+
+    async fn per_operation(&mut self) -> anyhow::Result<Vec<OpFigures>> {
+        self.say("per-operation: warm server over stdio, direct floor, CLI");
+        let (server, _ws) = self.stdio_server("ops").await?;
+        let client = &server.client;
+        let tools = client.list_tools(None).await?;
+        let idle = procfs::rss_kib(server.pid);
+        let cli_home = self.dir("cli-home")?;
+        let cli_env = self.env(&cli_home);
+        let mut figures = Vec::new();
+        let mut json_ops = Vec::new();
+        let mut rows = Vec::new();
+        let inproc = self.cli_inprocess(&cli_env).await;
+        for op in ops() {
+            let reqs = self
+                .requests_of(|| async { mcp::call(client, op.tool, &op.args).await.map(|_| ()) })
+                .await?;
+            let tool = Summary::of(&sample(self.budgets.tool, || async { mcp::call(client, op.tool, &op.args).await.map(|_| ()) }).await?);
+            let floor = self.floor(&reqs).await?;
+            let (cli, cli_reqs) = match &self.args.prime {
+                Some(prime) => {
+                    let first = self.requests_of(|| self.run_cli(prime, &op.cli, &cli_env, true)).await?;
+                    let d = sample(self.budgets.cli, || self.run_cli(prime, &op.cli, &cli_env, false)).await?;
+                    (Some(Summary::of(&d)), first.len())
+                }
+                None => (None, 0),
+            };
+            let inp = inproc
+                .as_ref()
+                .ok()
+                .and_then(|m| m.get(op.name))
+                .and_then(Value::as_array)
+                .map(|a| Summary::from_nanos(&a.iter().filter_map(Value::as_u64).collect::<Vec<_>>()));
+            let ratio = cli.map(|c| c.p50_us / tool.p50_us);
+            let inratio = inp.map(|c| c.p50_us / tool.p50_us);
+            rows.push(format!(
+                "| {} | `{}` | {} / {} | {} / {} | {} | {} / {} | {} | {} | {} / {} |",
+                op.name,
+                op.tool,
+                fmt_us(tool.p50_us),
+                fmt_us(tool.p99_us),
+                cli.map_or("–".into(), |c| fmt_us(c.p50_us)),
+                cli.map_or("–".into(), |c| fmt_us(c.p99_us)),
+                ratio.map_or("–".into(), |r| format!("**{r:.0}×**")),
+                inp.map_or("–".into(), |c| fmt_us(c.p50_us)),
+                inp.map_or("–".into(), |c| fmt_us(c.p99_us)),
+                inratio.map_or("–".into(), |r| format!("{r:.1}×")),
+                fmt_us(floor.p50_us),
+                reqs.len(),
+                if self.args.prime.is_some() { cli_reqs.to_string() } else { "–".into() },
+            ));
+            json_ops.push(json!({
+                "op": op.name, "tool": op.tool, "args": op.args, "cli": op.cli,
+                "tool_stdio": tool.json(), "floor_http": floor.json(),
+                "cli_subprocess": cli.map(|c| c.json()), "cli_inprocess": inp.map(|c| c.json()),
+                "ratio_cli_p50": ratio, "ratio_cli_inprocess_p50": inratio,
+                "tool_requests": reqs.iter().map(|(m, p)| format!("{m} {p}")).collect::<Vec<_>>(),
+                "cli_requests": cli_reqs,
+            }));
+            figures.push(OpFigures {
+                name: op.name,
+                tool,
+                floor,
+                requests: reqs.iter().map(|(m, p)| format!("{m} {p}")).collect(),
+            });
+        }
+        server.client.cancel().await?;
+        if let Err(e) = &inproc {
+            eprintln!("bench: CLI in-process timing skipped: {e:#}");
+        }
+        self.report.push_str(&format!(
+            "\n## Per operation: our tool call vs the `prime` CLI\n\n\
+             Warm `factory-mcp serve` over stdio, rmcp client; `prime` 0.18.0 started per call as an agent shelling out does \
+             (`-o json` where it has it); the CLI's in-process cost is its own `RLClient`/`HostedTrainingClient` in one warm \
+             Python process (`scripts/bench/prime_inprocess.py`); the floor is the same platform request(s) made directly with \
+             reqwest. Median / p99; the ratio is CLI median ÷ tool median. {} tools listed; server RSS after start {}.\n\n\
+             | operation | tool | tool p50 / p99 | CLI p50 / p99 | CLI ÷ tool | CLI in-process p50 / p99 | in-process ÷ tool | HTTP floor p50 | requests (tool / CLI) |\n\
+             |---|---|---|---|---|---|---|---|---|\n{}\n",
+            tools.tools.len(),
+            idle.map_or("?".into(), |(rss, _)| format!("{:.1} MiB", rss as f64 / 1024.0)),
+            rows.join("\n"),
+        ));
+        self.results.insert("per_operation".into(), Value::Array(json_ops));
+        Ok(figures)
+    }
+
+    async fn run_cli(&self, prime: &Path, args: &[String], env: &[(String, String)], check: bool) -> anyhow::Result<()> {
+        let out = tokio::time::timeout(
+            Duration::from_secs(60),
+            tokio::process::Command::new(prime)
+                .args(args)
+                .env_clear()
+                .envs(env.iter().cloned())
+                .stdin(Stdio::null())
+                .stdout(if check { Stdio::piped() } else { Stdio::null() })
+                .stderr(if check { Stdio::piped() } else { Stdio::null() })
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .context("prime took over 60 s")??;
+        if !out.status.success() || (check && out.stdout.is_empty()) {
+            bail!(
+                "prime {args:?} failed ({}): {}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
+    }
+
+    async fn cli_inprocess(&self, env: &[(String, String)]) -> anyhow::Result<Value> {
+        let prime = self.args.prime.as_ref().context("no prime CLI")?;
+        let python = prime.with_file_name("python");
+        let b = self.budgets.cli_inproc;
+        let out = tokio::time::timeout(
+            Duration::from_secs(300),
+            tokio::process::Command::new(&python)
+                .arg(self.args.scripts.join("prime_inprocess.py"))
+                .args([b.count.to_string(), b.max_time.as_secs().to_string(), MAIN_RUN.into(), LOGS_RUN.into()])
+                .env_clear()
+                .envs(env.iter().cloned())
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .context("in-process timing took over 300 s")??;
+        if !out.status.success() {
+            bail!("{}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    // ---- 2. overhead above the HTTP floor ---------------------------------------------------
+
+    async fn overhead(&mut self, per_op: &[OpFigures]) -> anyhow::Result<()> {
+        self.say("overhead: in-process server vs floor");
+        let home = self.dir("home-inproc")?;
+        let ws = self.dir("ws-inproc")?;
+        let client = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
+        let mut rows = Vec::new();
+        let mut js = Vec::new();
+        for (op, f) in ops().into_iter().zip(per_op) {
+            let d = sample(self.budgets.tool, || async { mcp::call(&client, op.tool, &op.args).await.map(|_| ()) }).await?;
+            let inproc = Summary::of(&d);
+            // Re-measure the floor right after, so both see the same machine load.
+            let floor = self.floor(&f.requests.iter().map(|r| {
+                let (m, p) = r.split_once(' ').unwrap_or(("GET", r));
+                (m.to_string(), p.to_string())
+            }).collect::<Vec<_>>()).await?;
+            rows.push(format!(
+                "| {} | {} | {} | {} | **{}** | {} | {} |",
+                f.name,
+                f.requests.len(),
+                fmt_us(floor.p50_us),
+                fmt_us(inproc.p50_us),
+                fmt_us(inproc.p50_us - floor.p50_us),
+                fmt_us(f.tool.p50_us),
+                fmt_us(f.tool.p50_us - f.floor.p50_us),
+            ));
+            js.push(json!({
+                "op": f.name, "floor": floor.json(), "tool_in_process": inproc.json(),
+                "overhead_in_process_p50_us": inproc.p50_us - floor.p50_us,
+                "tool_stdio_p50_us": f.tool.p50_us, "overhead_stdio_p50_us": f.tool.p50_us - f.floor.p50_us,
+            }));
+        }
+        client.cancel().await?;
+        self.report.push_str(&format!(
+            "\n## Tool-call overhead above the platform round trip\n\n\
+             Floor: the exact request(s) the tool made (read from the sandbox's request log), made directly with reqwest. \
+             In process: the same server state and catalogue `serve` builds, connected to the rmcp client by an in-memory \
+             pipe (the server's own work plus JSON-RPC framing on both ends). Stdio: the release binary as a child process \
+             (adds two pipe hops and a process switch each way). Medians.\n\n\
+             | operation | platform requests | HTTP floor | tool, in process | **overhead, in process** | tool, stdio | overhead, stdio |\n\
+             |---|---|---|---|---|---|---|\n{}\n",
+            rows.join("\n")
+        ));
+        self.results.insert("overhead".into(), Value::Array(js));
+        Ok(())
+    }
+
+    // ---- 3. cold start, and the FastMCP baseline ------------------------------------------
+
+    async fn cold_start_and_fastmcp(&mut self, per_op: &[OpFigures]) -> anyhow::Result<()> {
+        self.say("cold start");
+        let home = self.dir("home-cold")?;
+        let ws = self.dir("ws-cold")?;
+        let env = self.env(&home);
+        let ours = self.cold_start(&self.args.server.clone(), &Self::serve_args(&ws), &env, &ws, self.budgets.cold_ours).await?;
+        let ours_get = per_op.iter().find(|f| f.name == "get run").map(|f| f.tool).unwrap_or_default();
+        let mut rows = vec![format!(
+            "| factory-mcp (Rust, rmcp 3.11) | {} / {} | {} / {} | {} |",
+            fmt_us(ours.p50_us),
+            fmt_us(ours.p99_us),
+            fmt_us(ours_get.p50_us),
+            fmt_us(ours_get.p99_us),
+            ours.n
+        )];
+        let mut js = json!({"factory_mcp": {"cold_start": ours.json(), "get_run_call": ours_get.json()}});
+        if let Some(py) = self.args.fastmcp_python.clone() {
+            self.say("FastMCP baseline");
+            let script = vec![self.args.scripts.join("fastmcp_server.py").display().to_string()];
+            let fast_cold = self.cold_start(&py, &script, &env, &ws, self.budgets.cold_fastmcp).await?;
+            let child = mcp::spawn_stdio(&py, &script, &env, &ws).await?;
+            let args = json!({"run_id": MAIN_RUN});
+            let d = sample(self.budgets.tool, || async { mcp::call(&child.client, "get_run", &args).await.map(|_| ()) }).await?;
+            let fast_get = Summary::of(&d);
+            let rss = procfs::rss_kib(child.pid);
+            child.client.cancel().await?;
+            rows.push(format!(
+                "| FastMCP 4.1.6 (Python {}) | {} / {} | {} / {} | {} |",
+                python_version(&py).await,
+                fmt_us(fast_cold.p50_us),
+                fmt_us(fast_cold.p99_us),
+                fmt_us(fast_get.p50_us),
+                fmt_us(fast_get.p99_us),
+                fast_cold.n
+            ));
+            rows.push(format!(
+                "| **ratio FastMCP ÷ ours** | **{:.0}×** | **{:.1}×** | |",
+                fast_cold.p50_us / ours.p50_us,
+                fast_get.p50_us / ours_get.p50_us
+            ));
+            js["fastmcp"] = json!({
+                "cold_start": fast_cold.json(), "get_run_call": fast_get.json(),
+                "rss_kib_after_calls": rss.map(|(r, h)| json!({"rss": r, "hwm": h})),
+            });
+            js["ratio_cold_p50"] = json!(fast_cold.p50_us / ours.p50_us);
+            js["ratio_call_p50"] = json!(fast_get.p50_us / ours_get.p50_us);
+        }
+        self.report.push_str(&format!(
+            "\n## Cold start and the FastMCP baseline (same client: rmcp over stdio)\n\n\
+             Cold start: from spawning the process to the answer of the first `tools/list` (after the `initialize` \
+             handshake, protocol 2025-11-25), no embedded sandbox. Call: `get_run` on a warm server (FastMCP's tool is \
+             one `httpx` GET returning the platform JSON as is; ours parses, shapes and redacts).\n\n\
+             | server | cold start p50 / p99 | `get_run` call p50 / p99 | cold-start samples |\n|---|---|---|---|\n{}\n",
+            rows.join("\n")
+        ));
+        self.results.insert("cold_start".into(), js);
+        Ok(())
+    }
+
+    async fn cold_start(
+        &self,
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        cwd: &Path,
+        budget: Budget,
+    ) -> anyhow::Result<Summary> {
+        // Timed up to the answer only: closing the child is not part of a start.
+        let deadline = Instant::now() + budget.max_time;
+        let mut out = Vec::new();
+        for i in 0..budget.warmup + budget.count {
+            if i >= budget.warmup && Instant::now() > deadline {
+                break;
+            }
+            let t0 = Instant::now();
+            let child = mcp::spawn_stdio(program, args, env, cwd).await?;
+            let tools = child.client.list_tools(None).await?;
+            let took = t0.elapsed();
+            if tools.tools.is_empty() {
+                bail!("no tools listed");
+            }
+            child.client.cancel().await?;
+            if i >= budget.warmup {
+                out.push(took);
+            }
+        }
+        Ok(Summary::of(&out))
+    }
+
+    // ---- 4. concurrent calls over HTTP, RSS ---------------------------------------------------
+
+    async fn http_throughput(&mut self) -> anyhow::Result<()> {
+        self.say("HTTP throughput");
+        let home = self.dir("home-http")?;
+        let ws = self.dir("ws-http")?;
+        let mut cmd = tokio::process::Command::new(&self.args.server);
+        cmd.args(["serve", "--http", "127.0.0.1:0", "--workspace"])
+            .arg(&ws)
+            .env_clear()
+            .envs(self.env(&home))
+            .current_dir(&ws)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn()?;
+        let pid = child.id().context("pid")?;
+        let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+        let url = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(rest) = line.split("serving MCP at ").nth(1) {
+                    return Ok::<_, anyhow::Error>(rest.trim().to_string());
+                }
+            }
+            bail!("serve --http exited before listening")
+        })
+        .await
+        .context("serve --http did not start in 20 s")??;
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+        let probe = mcp::connect_http(&url).await?;
+        probe.list_tools(None).await?;
+        let idle = procfs::rss_kib(pid).context("rss")?;
+        probe.cancel().await?;
+
+        let args = json!({"run_id": MAIN_RUN});
+        let mut rows = Vec::new();
+        let mut js = Vec::new();
+        for clients in [1usize, 8, 64] {
+            let mut conns = Vec::new();
+            for _ in 0..clients {
+                conns.push(Arc::new(mcp::connect_http(&url).await?));
+            }
+            for c in &conns {
+                mcp::call(c, "get_run", &args).await?;
+            }
+            let cpu0 = procfs::cpu_secs(pid).unwrap_or(0.0);
+            let stop = Arc::new(AtomicBool::new(false));
+            let budget_calls = Arc::new(AtomicU64::new(100_000));
+            let t0 = Instant::now();
+            let mut tasks = Vec::new();
+            for c in &conns {
+                let (c, stop, left, args) = (c.clone(), stop.clone(), budget_calls.clone(), args.clone());
+                tasks.push(tokio::spawn(async move {
+                    let mut lat = Vec::new();
+                    let mut errors = 0u64;
+                    while !stop.load(Ordering::Relaxed) && left.fetch_sub(1, Ordering::Relaxed) > 0 {
+                        let s = Instant::now();
+                        match mcp::call(&c, "get_run", &args).await {
+                            Ok(_) => lat.push(s.elapsed()),
+                            Err(_) => errors += 1,
+                        }
+                    }
+                    (lat, errors)
+                }));
+            }
+            tokio::time::sleep(Duration::from_secs(self.budgets.load_secs)).await;
+            stop.store(true, Ordering::Relaxed);
+            let mut lat = Vec::new();
+            let mut errors = 0;
+            for t in tasks {
+                let (l, e) = t.await?;
+                lat.extend(l);
+                errors += e;
+            }
+            let wall = t0.elapsed().as_secs_f64();
+            let cpu = procfs::cpu_secs(pid).unwrap_or(0.0) - cpu0;
+            let s = Summary::of(&lat);
+            let rate = lat.len() as f64 / wall;
+            let cpu_per_call = cpu / lat.len().max(1) as f64 * 1e6;
+            rows.push(format!(
+                "| {clients} | **{rate:.0}** | {} / {} | {cpu_per_call:.0} µs | {errors} |",
+                fmt_us(s.p50_us),
+                fmt_us(s.p99_us)
+            ));
+            js.push(json!({"clients": clients, "calls": lat.len(), "wall_s": wall, "calls_per_s": rate,
+                "latency": s.json(), "server_cpu_s": cpu, "server_cpu_us_per_call": cpu_per_call, "errors": errors}));
+            for c in conns {
+                if let Ok(c) = Arc::try_unwrap(c) {
+                    let _ = c.cancel().await;
+                }
+            }
+        }
+        let load = procfs::rss_kib(pid).context("rss")?;
+        let _ = child.kill().await;
+        self.report.push_str(&format!(
+            "\n## Concurrent tool calls over streamable HTTP\n\n\
+             `factory-mcp serve --http 127.0.0.1:0`; N rmcp streamable-HTTP clients (one session each) call `get_run` \
+             back to back for {} s (at most 100 000 calls). Clients, sandbox and server share the machine's CPUs, so \
+             calls/s is the whole loop's; server CPU per call (from /proc) is the server's own share.\n\n\
+             | clients | calls/s | latency p50 / p99 | server CPU per call | errors |\n|---|---|---|---|---|\n{}\n\n\
+             Server RSS (HTTP): idle after the first `tools/list` **{:.1} MiB**; peak (VmHWM) after the 64-client load \
+             **{:.1} MiB**.\n",
+            self.budgets.load_secs,
+            rows.join("\n"),
+            idle.0 as f64 / 1024.0,
+            load.1 as f64 / 1024.0,
+        ));
+        self.results.insert(
+            "http_throughput".into(),
+            json!({"levels": js, "rss_idle_kib": idle.0, "rss_idle_hwm_kib": idle.1, "rss_peak_after_load_kib": load.1}),
+        );
+        Ok(())
+    }
+
+    // ---- 5. validate_config ----------------------------------------------------------------------
+
+    async fn validate_config(&mut self) -> anyhow::Result<()> {
+        self.say("validate_config");
+        let (server, _ws) = self.stdio_server("validate").await?;
+        let mut rows = Vec::new();
+        let mut js = Vec::new();
+        for (name, toml, sft) in [("reverse-text RL", RL_TOML, false), ("wordle SFT", SFT_TOML, true)] {
+            let args = json!({"config_toml": toml, "sft": sft});
+            let reqs = self
+                .requests_of(|| async { mcp::call(&server.client, "validate_config", &args).await.map(|_| ()) })
+                .await?;
+            let d = sample(self.budgets.tool, || async { mcp::call(&server.client, "validate_config", &args).await.map(|_| ()) }).await?;
+            let s = Summary::of(&d);
+            rows.push(format!("| {name} | `validate_config` tool call, stdio | {} / {} | {} |", fmt_us(s.p50_us), fmt_us(s.p99_us), reqs.len()));
+            js.push(json!({"config": name, "tool_stdio": s.json(), "platform_requests": reqs.len()}));
+        }
+        server.client.cancel().await?;
+        let mut crit = Vec::new();
+        if let Some(dir) = &self.args.criterion_dir {
+            for (id, median_ns) in criterion_medians(dir) {
+                if id.starts_with("validate") {
+                    rows.push(format!("| {} | criterion, in process (`config/benches/validate.rs`) | {} (median) | 0 |", id.trim_start_matches("validate "), fmt_us(median_ns / 1e3)));
+                    crit.push(json!({"id": id, "median_ns": median_ns}));
+                }
+            }
+        }
+        self.report.push_str(&format!(
+            "\n## `validate_config` per config\n\n| config | measured as | p50 / p99 | platform requests |\n|---|---|---|---|\n{}\n",
+            rows.join("\n")
+        ));
+        self.results.insert("validate_config".into(), json!({"tool": js, "criterion": crit}));
+        Ok(())
+    }
+
+    // ---- 6. fetch_traces ----------------------------------------------------------------------------
+
+    async fn fetch_traces(&mut self) -> anyhow::Result<()> {
+        let runs: Vec<(&str, &str)> = if self.args.quick {
+            vec![("100 MiB", TRACES_100M)]
+        } else {
+            vec![("100 MiB", TRACES_100M), ("1 GiB", TRACES_1G)]
+        };
+        let mut rows = Vec::new();
+        let mut js = Vec::new();
+        for (label, run) in runs {
+            self.say(&format!("fetch_traces {label}"));
+            let (server, ws) = self.stdio_server(&format!("fetch-{}", run)).await?;
+            let rss0 = procfs::rss_kib(server.pid).context("rss")?;
+            let pid = server.pid;
+            let done = Arc::new(AtomicBool::new(false));
+            let peak = Arc::new(AtomicU64::new(rss0.0));
+            let sampler = {
+                let (done, peak) = (done.clone(), peak.clone());
+                tokio::spawn(async move {
+                    while !done.load(Ordering::Relaxed) {
+                        if let Some((rss, _)) = procfs::rss_kib(pid) {
+                            peak.fetch_max(rss, Ordering::Relaxed);
+                        }
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                })
+            };
+            let args = json!({"run_id": run, "dest_dir": "traces"});
+            let t0 = Instant::now();
+            let r = tokio::time::timeout(Duration::from_secs(900), mcp::call(&server.client, "fetch_traces", &args))
+                .await
+                .context("fetch_traces took over 900 s")??;
+            let secs = t0.elapsed().as_secs_f64();
+            done.store(true, Ordering::Relaxed);
+            sampler.await?;
+            let (_, hwm) = procfs::rss_kib(server.pid).context("rss")?;
+            server.client.cancel().await?;
+            let out = r.structured_content.unwrap_or_default();
+            let bytes = out["bytes"].as_u64().unwrap_or(0);
+            let files = out["downloaded"].as_u64().unwrap_or(0);
+            let _ = std::fs::remove_dir_all(ws.join("traces"));
+            let (floor_bytes, floor_secs) = self.fetch_floor(run).await?;
+            let mbs = bytes as f64 / 1e6 / secs;
+            let floor_mbs = floor_bytes as f64 / 1e6 / floor_secs;
+            rows.push(format!(
+                "| {label} | {files} | {:.1} MB | {secs:.2} s | **{mbs:.0} MB/s** | {floor_mbs:.0} MB/s | {:.1} MiB | **{:.1} MiB** |",
+                bytes as f64 / 1e6,
+                rss0.0 as f64 / 1024.0,
+                hwm as f64 / 1024.0,
+            ));
+            js.push(json!({"run": run, "label": label, "files": files, "bytes": bytes, "secs": secs, "mb_per_s": mbs,
+                "rss_before_kib": rss0.0, "rss_peak_sampled_kib": peak.load(Ordering::Relaxed), "vm_hwm_kib": hwm,
+                "floor_bytes": floor_bytes, "floor_secs": floor_secs, "floor_mb_per_s": floor_mbs}));
+        }
+        self.report.push_str(&format!(
+            "\n## `fetch_traces`\n\n\
+             A seeded run whose traces total the given size (80 documents generated on the fly by the sandbox); one \
+             `fetch_traces` call on a fresh stdio server writes them under its workspace (same disk as the floor). Floor: \
+             the same documents listed and streamed to files directly with reqwest, one after another. MB = 10⁶ bytes. \
+             Peak RSS is the server's VmHWM over its whole life.\n\n\
+             | traces | files | bytes | time | tool rate | floor rate | server RSS before | **server peak RSS** |\n\
+             |---|---|---|---|---|---|---|---|\n{}\n",
+            rows.join("\n")
+        ));
+        self.results.insert("fetch_traces".into(), Value::Array(js));
+        Ok(())
+    }
+
+    /// Download every train trace of `run` directly (list pages of 100, then each raw document
+    /// streamed to a file), returning bytes and seconds.
+    async fn fetch_floor(&self, run: &str) -> anyhow::Result<(u64, f64)> {
+        let dir = self.dir("floor-traces")?;
+        let t0 = Instant::now();
+        let mut ids = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..1000 {
+            let mut q = vec![("run_id", run.to_string()), ("limit", "100".to_string())];
+            if let Some(c) = cursor.take() {
+                q.push(("cursor", c));
+            }
+            let page: Value = self
+                .http
+                .get(format!("{}/api/v1/traces", self.base))
+                .bearer_auth(&self.key)
+                .query(&q)
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            ids.extend(page["items"].as_array().into_iter().flatten().filter_map(|t| t["trace_id"].as_str().map(str::to_string)));
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+        }
+        let mut total = 0u64;
+        for id in &ids {
+            let mut resp = self
+                .http
+                .get(format!("{}/api/v1/traces/{id}", self.base))
+                .bearer_auth(&self.key)
+                .query(&[("raw", "true")])
+                .send()
+                .await?
+                .error_for_status()?;
+            let mut f = tokio::fs::File::create(dir.join(format!("{id}.json"))).await?;
+            while let Some(chunk) = resp.chunk().await? {
+                total += chunk.len() as u64;
+                f.write_all(&chunk).await?;
+            }
+            f.flush().await?;
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok((total, secs))
+    }
+}
+
+async fn python_version(py: &Path) -> String {
+    match tokio::process::Command::new(py).arg("-V").output().await {
+        Ok(o) => String::from_utf8_lossy(&o.stdout).trim().trim_start_matches("Python ").to_string(),
+        Err(_) => "?".into(),
+    }
+}
+
+/// `(benchmark id, median ns)` for every criterion benchmark under `dir`.
+fn criterion_medians(dir: &Path) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for e in entries.flatten() {
+        let new = e.path().join("new");
+        let id = std::fs::read_to_string(new.join("benchmark.json"))
+            .ok()
+            .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+            .and_then(|v| v["full_id"].as_str().map(str::to_string));
+        let median = std::fs::read_to_string(new.join("estimates.json"))
+            .ok()
+            .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+            .and_then(|v| v["median"]["point_estimate"].as_f64());
+        if let (Some(id), Some(m)) = (id, median) {
+            out.push((id, m));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The two configs `config/benches/validate.rs` measures in process, here through the tool.
+const RL_TOML: &str = r#"
+max_steps = 20
+seq_len = 2048
+
+[model]
+name = "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
+
+[monitors.wandb]
+project = "reverse-text"
+name = "reverse-text"
+
+[orchestrator]
+batch_size = 128
+group_size = 16
+
+[orchestrator.train.sampling]
+max_completion_tokens = 128
+
+[[orchestrator.train.source]]
+name = "reverse-text"
+
+[orchestrator.train.source.env.taskset]
+id = "reverse-text"
+
+[orchestrator.train.source.env.agent.harness]
+id = "null"
+
+[orchestrator.train.source.env.agent.runtime]
+type = "subprocess"
+
+[trainer.optim]
+lr = 3e-6
+
+[ckpt]
+
+[inference]
+
+[orchestrator.renderer]
+name = "prime-qwen3"
+"#;
+
+const SFT_TOML: &str = r#"
+max_steps = 20
+[ckpt]
+[model]
+name = "PrimeIntellect/Qwen3-1.7B"
+[data]
+name = "willcb/V3-wordle"
+seq_len = 1024
+batch_size = 64
+micro_batch_size = 1
+[optim]
+lr = 1e-5
+"#;

@@ -1,0 +1,96 @@
+//! Latency samples and their summary (median, p99), and a bounded sampling loop.
+
+use std::{
+    future::Future,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+/// How many samples to take and for how long at most, after how many unrecorded warm-ups.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub warmup: usize,
+    pub count: usize,
+    pub max_time: Duration,
+}
+
+impl Budget {
+    pub const fn new(warmup: usize, count: usize, max_secs: u64) -> Budget {
+        Budget {
+            warmup,
+            count,
+            max_time: Duration::from_secs(max_secs),
+        }
+    }
+}
+
+/// Summary of a latency sample, in microseconds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Summary {
+    pub n: usize,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub mean_us: f64,
+    pub min_us: f64,
+}
+
+impl Summary {
+    pub fn of(samples: &[Duration]) -> Summary {
+        if samples.is_empty() {
+            return Summary::default();
+        }
+        let mut us: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+        us.sort_by(f64::total_cmp);
+        let n = us.len();
+        // Nearest-rank percentiles: with fewer than 100 samples, p99 is the maximum.
+        let rank = |p: f64| us[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Summary {
+            n,
+            p50_us: rank(0.50),
+            p99_us: rank(0.99),
+            mean_us: us.iter().sum::<f64>() / n as f64,
+            min_us: us[0],
+        }
+    }
+
+    pub fn from_nanos(ns: &[u64]) -> Summary {
+        let d: Vec<Duration> = ns.iter().map(|n| Duration::from_nanos(*n)).collect();
+        Summary::of(&d)
+    }
+
+    pub fn json(&self) -> Value {
+        json!({"n": self.n, "p50_us": self.p50_us, "p99_us": self.p99_us, "mean_us": self.mean_us, "min_us": self.min_us})
+    }
+}
+
+/// Run `f` `budget.warmup` times unrecorded, then up to `budget.count` times (stopping early
+/// once `budget.max_time` has passed), and return the recorded durations.
+pub async fn sample<F, Fut>(budget: Budget, mut f: F) -> anyhow::Result<Vec<Duration>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    for _ in 0..budget.warmup {
+        f().await?;
+    }
+    let deadline = Instant::now() + budget.max_time;
+    let mut out = Vec::with_capacity(budget.count);
+    while out.len() < budget.count && Instant::now() < deadline {
+        let t0 = Instant::now();
+        f().await?;
+        out.push(t0.elapsed());
+    }
+    Ok(out)
+}
+
+/// `1234.5` µs as "1.23 ms", `12.3` as "12.3 µs", `2.5e6` as "2.50 s".
+pub fn fmt_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{:.2} s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{us:.1} µs")
+    }
+}
