@@ -1,6 +1,7 @@
 //! The `factory-mcp` binary: parses the command line and dispatches each subcommand to the
 //! crate that owns it. No logic lives here beyond starting the embedded sandbox.
 
+mod demo;
 mod embedded;
 
 use std::process::ExitCode;
@@ -23,12 +24,19 @@ enum Command {
     Sandbox(factory_sandbox::cli::SandboxArgs),
     /// Validate a prime-rl TOML config (exit 0 valid, 1 invalid, 2 unusable input).
     CheckConfig(factory_server::check_config::CheckConfigArgs),
+    /// Watch your active runs and stop (or pause) those past the policy's limits.
+    Guard(factory_server::guard::GuardArgs),
+    /// Approve or refuse a pending launch plan from this terminal (launches nothing).
+    Approve(factory_server::approve::ApproveArgs),
+    /// Walk through the whole workflow on the embedded sandbox through a real MCP client.
+    Demo(demo::DemoArgs),
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Demo(args) => demo::run(args).await,
         Command::Serve(args) => {
             if args.sandbox {
                 let (handle, over) = match embedded::start(args.sandbox_speed).await {
@@ -47,5 +55,7 @@ async fn main() -> ExitCode {
         }
         Command::Sandbox(args) => factory_sandbox::cli::run(args).await,
         Command::CheckConfig(args) => factory_server::check_config::run(args),
+        Command::Guard(args) => factory_server::guard::run(args).await,
+        Command::Approve(args) => factory_server::approve::run(args),
     }
 }

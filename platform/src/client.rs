@@ -38,6 +38,13 @@ impl PlatformClient {
         &self.http.settings
     }
 
+    /// The platform's current time, from the `Date` header of its latest answer (`None` before
+    /// the first answer). Elapsed-time rules (the guard's wall-clock budget) use it so that a
+    /// skewed local clock cannot make them act early or late.
+    pub fn server_time(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.http.server_time()
+    }
+
     /// The active team id, if any.
     pub fn active_team_id(&self) -> Option<&str> {
         self.http.settings.team_id()

@@ -141,6 +141,9 @@ pub(crate) fn segment(value: &str, what: &str) -> Result<String, PlatformError> 
 pub(crate) struct Http {
     client: reqwest::Client,
     pub settings: PlatformSettings,
+    /// The platform's clock as its last response's `Date` header gave it, with the local
+    /// instant it arrived: elapsed-time decisions use the platform's time, not ours.
+    server_clock: std::sync::Arc<std::sync::Mutex<Option<(chrono::DateTime<chrono::Utc>, std::time::Instant)>>>,
 }
 
 impl Http {
@@ -155,7 +158,29 @@ impl Http {
                 message: error_chain(&e),
                 maybe_sent: false,
             })?;
-        Ok(Http { client, settings })
+        Ok(Http {
+            client,
+            settings,
+            server_clock: Default::default(),
+        })
+    }
+
+    /// The platform's current time: its last `Date` header plus the time since it arrived.
+    pub fn server_time(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        let guard = self.server_clock.lock().ok()?;
+        let (at, seen) = (*guard)?;
+        chrono::Duration::from_std(seen.elapsed()).ok().map(|d| at + d)
+    }
+
+    fn note_date(&self, headers: &reqwest::header::HeaderMap) {
+        let parsed = headers
+            .get(reqwest::header::DATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| httpdate::parse_http_date(v).ok())
+            .map(chrono::DateTime::<chrono::Utc>::from);
+        if let (Some(at), Ok(mut slot)) = (parsed, self.server_clock.lock()) {
+            *slot = Some((at, std::time::Instant::now()));
+        }
     }
 
     fn url(&self, call: &Call) -> Result<Url, PlatformError> {
@@ -238,6 +263,7 @@ impl Http {
             Ok(Ok(r)) => r,
         };
         let status = response.status();
+        self.note_date(response.headers());
         tracing::debug!(method = %call.method, path = %call.path, status = status.as_u16(), "platform response");
         if status.is_success() {
             return Ok(response);

@@ -14,7 +14,7 @@ pub mod store;
 pub use detect::{is_placeholder, looks_opaque};
 pub use mask::mask_key;
 pub use paths::{PathError, Workspace};
-pub use policy::{ConfirmMode, Policy, PolicyError};
+pub use policy::{ConfirmMode, GuardAction, GuardPolicy, Policy, PolicyError};
 pub use redact::{REDACTED, Redactor};
 pub use secret_guard::{
     EnvEntry, KnownSecrets, SecretFinding, SecretGuard, SecretKind, name_says_secret,

@@ -49,6 +49,40 @@ pub struct SecretsPolicy {
     pub env_file: Option<PathBuf>,
 }
 
+/// What `factory-mcp guard` does to a run that breaks a limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuardAction {
+    /// Stop the run (it ends; its checkpoints stay).
+    #[default]
+    Stop,
+    /// Pause the run (it holds no GPUs; a person may resume it).
+    Pause,
+}
+
+impl GuardAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuardAction::Stop => "stop",
+            GuardAction::Pause => "pause",
+        }
+    }
+}
+
+/// `[guard]`: stop conditions `factory-mcp guard` enforces on the owner's active runs (besides
+/// `max_active_cost_per_hour_usd`, which it enforces by stopping the newest runs first).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuardPolicy {
+    /// Longest a run may run, in hours of the platform's clock since it started.
+    pub max_wall_clock_hours: Option<f64>,
+    /// Most a run may cost: its hourly rate × hours since it started.
+    pub max_run_cost_usd: Option<f64>,
+    pub action: GuardAction,
+    /// Seconds between sweeps (default 60).
+    pub interval_seconds: Option<u64>,
+}
+
 /// `[http]`: the streamable-HTTP transport.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -113,6 +147,7 @@ pub struct Policy {
     pub disable_destructive: bool,
     pub http: HttpPolicy,
     pub platform: PlatformTimeouts,
+    pub guard: GuardPolicy,
 }
 
 impl Default for Policy {
@@ -137,6 +172,7 @@ impl Default for Policy {
             disable_destructive: false,
             http: HttpPolicy::default(),
             platform: PlatformTimeouts::default(),
+            guard: GuardPolicy::default(),
         }
     }
 }
@@ -231,6 +267,24 @@ impl Policy {
     /// The checks that do not depend on the catalogue: caps positive and finite, timeouts
     /// and plan lifetime in range, and `confirm = "plan"` only with both cost caps.
     pub fn validate(&self) -> Result<(), PolicyError> {
+        for (key, v) in [
+            ("guard.max_wall_clock_hours", self.guard.max_wall_clock_hours),
+            ("guard.max_run_cost_usd", self.guard.max_run_cost_usd),
+        ] {
+            if let Some(v) = v
+                && !(v.is_finite() && v > 0.0)
+            {
+                return Err(PolicyError::key_err(key, format!("must be a positive number, got {v}")));
+            }
+        }
+        if let Some(i) = self.guard.interval_seconds
+            && !(5..=86_400).contains(&i)
+        {
+            return Err(PolicyError::key_err(
+                "guard.interval_seconds",
+                format!("must be between 5 and 86400, got {i}"),
+            ));
+        }
         for (key, cap) in [
             ("max_cost_per_hour_usd", self.max_cost_per_hour_usd),
             (

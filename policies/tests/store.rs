@@ -46,8 +46,14 @@ fn a_plan_comes_back_as_stored_and_cannot_be_replaced() {
     store.put_plan(&p).unwrap();
     let back = store.get_plan("plan_a").unwrap().unwrap();
     // Times are kept to the millisecond.
-    assert_eq!(back.created_at.timestamp_millis(), p.created_at.timestamp_millis());
-    assert_eq!(back.expires_at.timestamp_millis(), p.expires_at.timestamp_millis());
+    assert_eq!(
+        back.created_at.timestamp_millis(),
+        p.created_at.timestamp_millis()
+    );
+    assert_eq!(
+        back.expires_at.timestamp_millis(),
+        p.expires_at.timestamp_millis()
+    );
     assert_eq!(back.body, p.body);
     assert_eq!(back.summary_text, p.summary_text);
     assert_eq!(back.owner.as_deref(), Some("team_1"));
@@ -55,8 +61,14 @@ fn a_plan_comes_back_as_stored_and_cannot_be_replaced() {
     let mut other = plan("plan_a", "content-2");
     other.summary_text = "something else".into();
     let err = store.put_plan(&other).unwrap_err();
-    assert!(matches!(err, StoreError::DuplicatePlan(ref id) if id == "plan_a"), "{err}");
-    assert_eq!(store.get_plan("plan_a").unwrap().unwrap().content_digest, "content-1");
+    assert!(
+        matches!(err, StoreError::DuplicatePlan(ref id) if id == "plan_a"),
+        "{err}"
+    );
+    assert_eq!(
+        store.get_plan("plan_a").unwrap().unwrap().content_digest,
+        "content-1"
+    );
     assert!(store.get_plan("plan_missing").unwrap().is_none());
 }
 
@@ -131,8 +143,15 @@ fn state_survives_reopening() {
     {
         let store = Store::open(tmp.path()).unwrap();
         store.put_plan(&plan("plan_keep", "c")).unwrap();
-        assert!(store.claim_dispatch("plan_keep", LONG).unwrap().is_claimed());
-        store.mark_dispatched("plan_keep", "run_9", &json!({"usd_per_hour": 20.0})).unwrap();
+        assert!(
+            store
+                .claim_dispatch("plan_keep", LONG)
+                .unwrap()
+                .is_claimed()
+        );
+        store
+            .mark_dispatched("plan_keep", "run_9", &json!({"usd_per_hour": 20.0}))
+            .unwrap();
     }
     let store = Store::open(tmp.path()).unwrap();
     assert!(store.get_plan("plan_keep").unwrap().is_some());
@@ -152,7 +171,10 @@ fn a_database_from_a_newer_version_is_refused() {
     raw.execute_batch("PRAGMA user_version = 99").unwrap();
     drop(raw);
     let err = Store::open(tmp.path()).unwrap_err();
-    assert!(matches!(err, StoreError::NewerSchema { found: 99, .. }), "{err}");
+    assert!(
+        matches!(err, StoreError::NewerSchema { found: 99, .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("upgrade factory-mcp"), "{err}");
 }
 
@@ -174,13 +196,23 @@ fn a_decision_needs_a_plan_and_the_latest_one_wins_with_every_one_audited() {
         .record_decision("plan_nope", Decision::Approved, "terminal")
         .unwrap_err();
     assert!(matches!(err, StoreError::UnknownPlan(_)), "{err}");
-    assert!(store.audit_entries(10).unwrap().is_empty(), "a failed decision left an audit entry");
+    assert!(
+        store.audit_entries(10).unwrap().is_empty(),
+        "a failed decision left an audit entry"
+    );
 
     store.put_plan(&plan("plan_d", "c")).unwrap();
     assert!(store.decision("plan_d").unwrap().is_none());
-    store.record_decision("plan_d", Decision::Refused, "terminal").unwrap();
-    assert_eq!(store.decision("plan_d").unwrap().unwrap().decision, Decision::Refused);
-    store.record_decision("plan_d", Decision::Approved, "elicitation").unwrap();
+    store
+        .record_decision("plan_d", Decision::Refused, "terminal")
+        .unwrap();
+    assert_eq!(
+        store.decision("plan_d").unwrap().unwrap().decision,
+        Decision::Refused
+    );
+    store
+        .record_decision("plan_d", Decision::Approved, "elicitation")
+        .unwrap();
     let d = store.decision("plan_d").unwrap().unwrap();
     assert_eq!(d.decision, Decision::Approved);
     assert_eq!(d.via, "elicitation");
@@ -191,15 +223,25 @@ fn a_decision_needs_a_plan_and_the_latest_one_wins_with_every_one_audited() {
         .iter()
         .map(|e| (e.event.actor.as_str(), e.event.outcome.as_str()))
         .collect();
-    assert_eq!(outcomes, [("terminal", "refused"), ("elicitation", "approved")]);
-    assert!(audit.iter().all(|e| e.event.plan_id.as_deref() == Some("plan_d")));
+    assert_eq!(
+        outcomes,
+        [("terminal", "refused"), ("elicitation", "approved")]
+    );
+    assert!(
+        audit
+            .iter()
+            .all(|e| e.event.plan_id.as_deref() == Some("plan_d"))
+    );
     assert_eq!(audit[0].pid, std::process::id());
 }
 
 #[test]
 fn threads_racing_to_claim_one_plan_get_exactly_one_claim() {
     let tmp = tempfile::tempdir().unwrap();
-    Store::open(tmp.path()).unwrap().put_plan(&plan("plan_race", "c")).unwrap();
+    Store::open(tmp.path())
+        .unwrap()
+        .put_plan(&plan("plan_race", "c"))
+        .unwrap();
     const N: usize = 12;
     let barrier = Arc::new(Barrier::new(N));
     let handles: Vec<_> = (0..N)
@@ -215,11 +257,21 @@ fn threads_racing_to_claim_one_plan_get_exactly_one_claim() {
         })
         .collect();
     let claims: Vec<Claim> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    assert_eq!(claims.iter().filter(|c| c.is_claimed()).count(), 1, "{claims:?}");
+    assert_eq!(
+        claims.iter().filter(|c| c.is_claimed()).count(),
+        1,
+        "{claims:?}"
+    );
     for c in &claims {
         if let Claim::Existing(r) = c {
             assert!(
-                matches!(r.state, DispatchState::Dispatching { lease_expired: false, .. }),
+                matches!(
+                    r.state,
+                    DispatchState::Dispatching {
+                        lease_expired: false,
+                        ..
+                    }
+                ),
                 "{r:?}"
             );
         }
@@ -236,7 +288,10 @@ fn a_shared_store_serialises_claims_too() {
             let (store, barrier) = (store.clone(), barrier.clone());
             thread::spawn(move || {
                 barrier.wait();
-                store.claim_dispatch("plan_shared", LONG).unwrap().is_claimed()
+                store
+                    .claim_dispatch("plan_shared", LONG)
+                    .unwrap()
+                    .is_claimed()
             })
         })
         .collect();
@@ -255,12 +310,22 @@ fn a_dispatched_plan_returns_its_run_and_cannot_be_downgraded() {
         .mark_dispatched("plan_x", "run_1", &json!({"usd_per_hour": 12.5}))
         .unwrap();
     // Recording the same run again is harmless; a different one would lose a run.
-    store.mark_dispatched("plan_x", "run_1", &json!({})).unwrap();
-    let err = store.mark_dispatched("plan_x", "run_2", &json!({})).unwrap_err();
+    store
+        .mark_dispatched("plan_x", "run_1", &json!({}))
+        .unwrap();
+    let err = store
+        .mark_dispatched("plan_x", "run_2", &json!({}))
+        .unwrap_err();
     assert!(matches!(err, StoreError::Settled { .. }), "{err}");
     assert!(err.to_string().contains("run_1"), "{err}");
-    assert!(matches!(store.mark_unknown("plan_x", "timeout"), Err(StoreError::Settled { .. })));
-    assert!(matches!(store.mark_failed("plan_x", "400"), Err(StoreError::Settled { .. })));
+    assert!(matches!(
+        store.mark_unknown("plan_x", "timeout"),
+        Err(StoreError::Settled { .. })
+    ));
+    assert!(matches!(
+        store.mark_failed("plan_x", "400"),
+        Err(StoreError::Settled { .. })
+    ));
 
     match store.claim_dispatch("plan_x", LONG).unwrap() {
         Claim::Existing(r) => match r.state {
@@ -302,13 +367,17 @@ fn an_unknown_outcome_blocks_new_claims_until_reconciled() {
     store.mark_unknown("plan_u", "timeout after POST").unwrap();
     match store.claim_dispatch("plan_u", LONG).unwrap() {
         Claim::Existing(r) => {
-            assert!(matches!(r.state, DispatchState::Unknown { ref reason } if reason == "timeout after POST"))
+            assert!(
+                matches!(r.state, DispatchState::Unknown { ref reason } if reason == "timeout after POST")
+            )
         }
         Claim::Claimed(_) => panic!("an unknown dispatch was claimed again without reconciling"),
     }
     assert_eq!(store.unsettled_dispatches().unwrap().len(), 1);
     // Reconciliation found the run.
-    store.mark_dispatched("plan_u", "run_found", &json!({})).unwrap();
+    store
+        .mark_dispatched("plan_u", "run_found", &json!({}))
+        .unwrap();
     assert!(store.unsettled_dispatches().unwrap().is_empty());
     assert_eq!(store.dispatched_runs().unwrap()[0].plan_id, "plan_u");
 }
@@ -316,26 +385,51 @@ fn an_unknown_outcome_blocks_new_claims_until_reconciled() {
 #[test]
 fn marking_a_plan_never_claimed_is_an_error() {
     let (_tmp, store) = store();
-    let err = store.mark_dispatched("plan_none", "run", &json!({})).unwrap_err();
+    let err = store
+        .mark_dispatched("plan_none", "run", &json!({}))
+        .unwrap_err();
     assert!(matches!(err, StoreError::NotClaimed { .. }), "{err}");
-    assert!(matches!(store.take_over("plan_none", LONG), Err(StoreError::NotClaimed { .. })));
+    assert!(matches!(
+        store.take_over("plan_none", LONG),
+        Err(StoreError::NotClaimed { .. })
+    ));
 }
 
 #[test]
 fn take_over_needs_an_expired_lease_and_succeeds_once() {
     let (_tmp, store) = store();
-    assert!(store.claim_dispatch("plan_t", Duration::from_millis(300)).unwrap().is_claimed());
+    assert!(
+        store
+            .claim_dispatch("plan_t", Duration::from_millis(300))
+            .unwrap()
+            .is_claimed()
+    );
     // A live lease is not taken over.
     match store.take_over("plan_t", LONG).unwrap() {
         Claim::Existing(r) => {
-            assert!(matches!(r.state, DispatchState::Dispatching { lease_expired: false, .. }))
+            assert!(matches!(
+                r.state,
+                DispatchState::Dispatching {
+                    lease_expired: false,
+                    ..
+                }
+            ))
         }
         Claim::Claimed(_) => panic!("a live lease was taken over"),
     }
     thread::sleep(Duration::from_millis(400));
     match store.claim_dispatch("plan_t", LONG).unwrap() {
         Claim::Existing(r) => {
-            assert!(matches!(r.state, DispatchState::Dispatching { lease_expired: true, .. }), "{r:?}")
+            assert!(
+                matches!(
+                    r.state,
+                    DispatchState::Dispatching {
+                        lease_expired: true,
+                        ..
+                    }
+                ),
+                "{r:?}"
+            )
         }
         Claim::Claimed(_) => panic!("an expired dispatch was silently re-claimed"),
     }
@@ -350,25 +444,44 @@ fn take_over_needs_an_expired_lease_and_succeeds_once() {
             })
         })
         .collect();
-    let wins = handles.into_iter().map(|h| h.join().unwrap()).filter(|w| *w).count();
+    let wins = handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .filter(|w| *w)
+        .count();
     assert_eq!(wins, 1);
-    store.mark_dispatched("plan_t", "run_t", &json!({})).unwrap();
+    store
+        .mark_dispatched("plan_t", "run_t", &json!({}))
+        .unwrap();
     assert!(!store.take_over("plan_t", LONG).unwrap().is_claimed());
 }
 
 #[test]
 fn a_volume_is_created_at_most_once() {
     let (_tmp, store) = store();
-    assert!(store.claim_volume_create("team_1", "data", LONG).unwrap().is_claimed());
+    assert!(
+        store
+            .claim_volume_create("team_1", "data", LONG)
+            .unwrap()
+            .is_claimed()
+    );
     match store.claim_volume_create("team_1", "data", LONG).unwrap() {
         Claim::Existing(r) => {
             assert!(matches!(r.state, VolumeState::Creating { .. }));
-            assert_eq!((r.owner_key.as_str(), r.volume.as_str()), ("team_1", "data"));
+            assert_eq!(
+                (r.owner_key.as_str(), r.volume.as_str()),
+                ("team_1", "data")
+            );
         }
         Claim::Claimed(_) => panic!("volume claimed twice"),
     }
     // Another owner's volume of the same name is a different volume.
-    assert!(store.claim_volume_create("personal", "data", LONG).unwrap().is_claimed());
+    assert!(
+        store
+            .claim_volume_create("personal", "data", LONG)
+            .unwrap()
+            .is_claimed()
+    );
     // The volume journal is apart from the dispatch journal.
     assert!(store.dispatch("team_1").unwrap().is_none());
 
@@ -377,12 +490,30 @@ fn a_volume_is_created_at_most_once() {
         store.claim_volume_create("team_1", "data", LONG).unwrap(),
         Claim::Existing(r) if r.state == VolumeState::Created
     ));
-    store.mark_volume_unknown("personal", "data", "reset").unwrap();
-    assert!(!store.claim_volume_create("personal", "data", LONG).unwrap().is_claimed());
-    store.mark_volume_failed("personal", "data", "nothing there after all").unwrap();
-    assert!(store.claim_volume_create("personal", "data", LONG).unwrap().is_claimed());
+    store
+        .mark_volume_unknown("personal", "data", "reset")
+        .unwrap();
+    assert!(
+        !store
+            .claim_volume_create("personal", "data", LONG)
+            .unwrap()
+            .is_claimed()
+    );
+    store
+        .mark_volume_failed("personal", "data", "nothing there after all")
+        .unwrap();
+    assert!(
+        store
+            .claim_volume_create("personal", "data", LONG)
+            .unwrap()
+            .is_claimed()
+    );
     assert!(matches!(
-        store.volume_create("personal", "data").unwrap().unwrap().state,
+        store
+            .volume_create("personal", "data")
+            .unwrap()
+            .unwrap()
+            .state,
         VolumeState::Creating { .. }
     ));
 }
@@ -395,7 +526,11 @@ fn a_nonce_is_good_once() {
     assert!(!store.use_nonce("n1", later).unwrap());
     assert!(store.use_nonce("n2", later).unwrap());
     // An expired nonce is never accepted, even the first time.
-    assert!(!store.use_nonce("n3", Utc::now() - Duration::from_secs(1)).unwrap());
+    assert!(
+        !store
+            .use_nonce("n3", Utc::now() - Duration::from_secs(1))
+            .unwrap()
+    );
 }
 
 #[test]
@@ -426,7 +561,11 @@ fn threads_racing_one_nonce_get_one_true() {
             })
         })
         .collect();
-    let trues = handles.into_iter().map(|h| h.join().unwrap()).filter(|t| *t).count();
+    let trues = handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .filter(|t| *t)
+        .count();
     assert_eq!(trues, 1);
 }
 
@@ -444,7 +583,10 @@ fn the_audit_log_is_append_only_and_read_newest_last() {
             .unwrap();
     }
     let last3 = store.audit_entries(3).unwrap();
-    let plans: Vec<_> = last3.iter().map(|e| e.event.plan_id.clone().unwrap()).collect();
+    let plans: Vec<_> = last3
+        .iter()
+        .map(|e| e.event.plan_id.clone().unwrap())
+        .collect();
     assert_eq!(plans, ["plan_2", "plan_3", "plan_4"]);
     assert!(last3.windows(2).all(|w| w[0].seq < w[1].seq));
     assert_eq!(last3[2].event.detail, json!({ "i": 4 }));
@@ -464,7 +606,10 @@ fn the_request_state_key_is_made_once_private_and_stable() {
     assert_eq!(key.expose_secret().len(), 32);
     let path = tmp.path().join("state").join(KEY_FILE);
     assert_eq!(mode(&path), 0o600);
-    let again = Store::open(store.dir()).unwrap().request_state_key().unwrap();
+    let again = Store::open(store.dir())
+        .unwrap()
+        .request_state_key()
+        .unwrap();
     assert_eq!(key.expose_secret(), again.expose_secret());
     assert_ne!(key.expose_secret(), &[0u8; 32][..]);
     // No temporary file is left behind, and the key is not in the database.
@@ -484,7 +629,10 @@ fn a_key_file_others_can_read_is_refused_with_the_fix() {
     let path = store.dir().join(KEY_FILE);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     let err = store.request_state_key().unwrap_err();
-    assert!(matches!(err, StoreError::KeyPermissions { mode: 0o644, .. }), "{err}");
+    assert!(
+        matches!(err, StoreError::KeyPermissions { mode: 0o644, .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("chmod 600"), "{err}");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     store.request_state_key().unwrap();
@@ -497,7 +645,10 @@ fn a_truncated_key_file_is_refused() {
     std::fs::write(&path, [1u8; 16]).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     let err = store.request_state_key().unwrap_err();
-    assert!(matches!(err, StoreError::KeyCorrupt { len: 16, .. }), "{err}");
+    assert!(
+        matches!(err, StoreError::KeyCorrupt { len: 16, .. }),
+        "{err}"
+    );
 }
 
 #[test]

@@ -29,11 +29,10 @@ fn child_main(role: &str, dir: &Path, arg: &str) -> String {
             Claim::Claimed(_) => "claimed".into(),
             Claim::Existing(_) => "existing".into(),
         },
-        "nonce" => store
-            .use_nonce(arg, Utc::now() + LONG)
-            .unwrap()
-            .to_string(),
-        "key" => hex::encode(Sha256::digest(store.request_state_key().unwrap().expose_secret())),
+        "nonce" => store.use_nonce(arg, Utc::now() + LONG).unwrap().to_string(),
+        "key" => hex::encode(Sha256::digest(
+            store.request_state_key().unwrap().expose_secret(),
+        )),
         "take_over" => match store.take_over(arg, LONG).unwrap() {
             Claim::Claimed(_) => "claimed".into(),
             Claim::Existing(_) => "existing".into(),
@@ -204,8 +203,16 @@ fn fresh() -> (tempfile::TempDir, std::path::PathBuf) {
 fn processes_racing_to_claim_one_plan_get_exactly_one_claim() {
     let (_tmp, dir) = fresh();
     let answers = race(6, "claim", &dir, "plan_p");
-    assert_eq!(answers.iter().filter(|a| *a == "claimed").count(), 1, "{answers:?}");
-    assert_eq!(answers.iter().filter(|a| *a == "existing").count(), 5, "{answers:?}");
+    assert_eq!(
+        answers.iter().filter(|a| *a == "claimed").count(),
+        1,
+        "{answers:?}"
+    );
+    assert_eq!(
+        answers.iter().filter(|a| *a == "existing").count(),
+        5,
+        "{answers:?}"
+    );
     let store = Store::open(&dir).unwrap();
     assert_eq!(store.dispatch("plan_p").unwrap().unwrap().attempts, 1);
 }
@@ -214,7 +221,11 @@ fn processes_racing_to_claim_one_plan_get_exactly_one_claim() {
 fn processes_racing_one_nonce_get_one_true_and_a_later_use_is_refused() {
     let (_tmp, dir) = fresh();
     let answers = race(6, "nonce", &dir, "nonce_1");
-    assert_eq!(answers.iter().filter(|a| *a == "true").count(), 1, "{answers:?}");
+    assert_eq!(
+        answers.iter().filter(|a| *a == "true").count(),
+        1,
+        "{answers:?}"
+    );
     // Used in this process first, then in another: refused there.
     let store = Store::open(&dir).unwrap();
     assert!(store.use_nonce("nonce_2", Utc::now() + LONG).unwrap());
@@ -227,21 +238,35 @@ fn processes_creating_the_key_at_once_all_read_the_same_key() {
     let answers = race(6, "key", &dir, "");
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
     let ours = Store::open(&dir).unwrap().request_state_key().unwrap();
-    assert_eq!(answers[0], hex::encode(Sha256::digest(ours.expose_secret())));
+    assert_eq!(
+        answers[0],
+        hex::encode(Sha256::digest(ours.expose_secret()))
+    );
 }
 
 #[test]
 fn a_process_whose_lease_was_taken_over_cannot_record_an_outcome() {
     let (_tmp, dir) = fresh();
     let store = Store::open(&dir).unwrap();
-    assert!(store.claim_dispatch("plan_slow", Duration::from_millis(200)).unwrap().is_claimed());
+    assert!(
+        store
+            .claim_dispatch("plan_slow", Duration::from_millis(200))
+            .unwrap()
+            .is_claimed()
+    );
     std::thread::sleep(Duration::from_millis(300));
     // Another process decides we died and takes over.
     assert_eq!(race(1, "take_over", &dir, "plan_slow"), ["claimed"]);
-    let err = store.mark_dispatched("plan_slow", "run_late", &json!({})).unwrap_err();
+    let err = store
+        .mark_dispatched("plan_slow", "run_late", &json!({}))
+        .unwrap_err();
     assert!(matches!(err, StoreError::LeaseLost { .. }), "{err}");
     match store.dispatch("plan_slow").unwrap().unwrap().state {
-        DispatchState::Dispatching { holder, lease_expired, .. } => {
+        DispatchState::Dispatching {
+            holder,
+            lease_expired,
+            ..
+        } => {
             assert_ne!(holder, factory_policies::store::holder_id());
             assert!(!lease_expired);
         }
@@ -268,7 +293,11 @@ fn a_process_killed_mid_dispatch_leaves_a_claim_whose_lease_expires_for_take_ove
         for c in [claim, take] {
             match c {
                 Claim::Existing(r) => match r.state {
-                    DispatchState::Dispatching { holder, lease_expired, .. } => {
+                    DispatchState::Dispatching {
+                        holder,
+                        lease_expired,
+                        ..
+                    } => {
                         assert_ne!(holder, factory_policies::store::holder_id());
                         assert!(!lease_expired);
                     }
@@ -279,10 +308,18 @@ fn a_process_killed_mid_dispatch_leaves_a_claim_whose_lease_expires_for_take_ove
         }
     }
 
-    std::thread::sleep((CHILD_LEASE + Duration::from_millis(100)).saturating_sub(claimed_at.elapsed()));
+    std::thread::sleep(
+        (CHILD_LEASE + Duration::from_millis(100)).saturating_sub(claimed_at.elapsed()),
+    );
     match store.claim_dispatch("plan_k", LONG).unwrap() {
         Claim::Existing(r) => assert!(
-            matches!(r.state, DispatchState::Dispatching { lease_expired: true, .. }),
+            matches!(
+                r.state,
+                DispatchState::Dispatching {
+                    lease_expired: true,
+                    ..
+                }
+            ),
             "{r:?}"
         ),
         Claim::Claimed(_) => panic!("an expired claim must go through take_over"),
@@ -290,7 +327,9 @@ fn a_process_killed_mid_dispatch_leaves_a_claim_whose_lease_expires_for_take_ove
     assert_eq!(store.unsettled_dispatches().unwrap().len(), 1);
     assert!(store.take_over("plan_k", LONG).unwrap().is_claimed());
     assert!(!store.take_over("plan_k", LONG).unwrap().is_claimed());
-    store.mark_dispatched("plan_k", "run_k", &json!({})).unwrap();
+    store
+        .mark_dispatched("plan_k", "run_k", &json!({}))
+        .unwrap();
 }
 
 #[test]
@@ -305,8 +344,17 @@ fn a_process_killed_mid_transaction_leaves_no_trace_and_no_lock() {
     let store = Store::open(&dir).unwrap();
     // The write lock died with the process (no 10 s busy wait) and the uncommitted claim
     // and audit entry are gone.
-    assert!(store.claim_dispatch("plan_torn", LONG).unwrap().is_claimed());
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        store
+            .claim_dispatch("plan_torn", LONG)
+            .unwrap()
+            .is_claimed()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(store.audit_entries(10).unwrap().is_empty());
     store.check_integrity().unwrap();
 }
@@ -331,7 +379,10 @@ fn processes_killed_at_random_while_dispatching_leave_a_consistent_journal() {
             .into_iter()
             .filter(|r| r.plan_id.starts_with(&prefix))
             .collect();
-        assert!(!runs.is_empty(), "round {round}: the child dispatched nothing");
+        assert!(
+            !runs.is_empty(),
+            "round {round}: the child dispatched nothing"
+        );
         for r in &runs {
             match &r.state {
                 DispatchState::Dispatched { run_id, details } => {
@@ -356,6 +407,11 @@ fn processes_killed_at_random_while_dispatching_leave_a_consistent_journal() {
         if let Some(u) = unsettled.first() {
             assert_eq!(u.plan_id, format!("{prefix}{n}"));
         }
-        assert!(store.dispatch(&format!("{prefix}{}", n + 1)).unwrap().is_none());
+        assert!(
+            store
+                .dispatch(&format!("{prefix}{}", n + 1))
+                .unwrap()
+                .is_none()
+        );
     }
 }

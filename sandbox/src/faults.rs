@@ -42,6 +42,9 @@ pub enum FaultEffect {
     Reset,
     /// Handle, send the headers (full `Content-Length`) and half the body, then close.
     CutBody,
+    /// S3 endpoint only: the request's transfer credentials expire now (it is refused with
+    /// `ExpiredToken`, and so is every later request with them).
+    ExpireCredentials,
 }
 
 /// One fault rule. `times` absent or 0 means the rule never runs out.
@@ -164,7 +167,8 @@ pub(crate) async fn middleware(
     next: Next,
 ) -> Response {
     let path = req.uri().path().to_string();
-    if path.starts_with("/_sandbox") {
+    // The volumes' S3 endpoint lives under /_sandbox/s3 but is part of the platform.
+    if path.starts_with("/_sandbox") && !path.starts_with("/_sandbox/s3/") {
         return next.run(req).await;
     }
     let method = req.method().as_str().to_string();
@@ -212,6 +216,11 @@ pub(crate) async fn middleware(
         FaultEffect::CutBody => {
             let resp = next.run(req).await;
             cut_body(resp, kill)
+        }
+        FaultEffect::ExpireCredentials => {
+            let mut req = req;
+            req.extensions_mut().insert(crate::s3::ExpireNow);
+            next.run(req).await
         }
     }
 }

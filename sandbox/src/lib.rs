@@ -9,6 +9,7 @@ pub mod cli;
 mod clock;
 mod faults;
 mod seed;
+mod s3;
 mod server;
 mod sim;
 mod tracegen;
@@ -25,6 +26,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use clock::ClockMode;
+pub use s3::IssuedCredential;
 pub use faults::{FaultEffect, FaultMatch, FaultRule};
 pub use seed::{
     ALICE_API_KEY, ALICE_USER_ID, BOB_API_KEY, BOB_USER_ID, Seed, SeedCluster, SeedGpu, SeedMember,
@@ -253,6 +255,32 @@ impl SandboxHandle {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Every set of volume-transfer credentials issued so far (tests check none leaks).
+    pub fn transfer_credentials(&self) -> Vec<IssuedCredential> {
+        self.state.s3.issued()
+    }
+
+    /// The bytes of a file on a volume (by volume name and volume-relative path), as its S3
+    /// endpoint serves them. For small files; see [`Self::volume_file_sha256`] for large ones.
+    pub fn volume_file(&self, volume: &str, path: &str) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        s3::read_volume_file(&self.state, volume, path, |b| out.extend_from_slice(b))?;
+        Some(out)
+    }
+
+    /// SHA-256 (hex) and size of a file on a volume, streamed (never held in memory).
+    pub fn volume_file_sha256(&self, volume: &str, path: &str) -> Option<(String, u64)> {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        let n = s3::read_volume_file(&self.state, volume, path, |b| h.update(b))?;
+        Some((hex::encode(h.finalize()), n))
+    }
+
+    /// Make every issued transfer credential expire now (the next S3 request with one fails).
+    pub fn expire_transfer_credentials(&self) {
+        self.state.s3.expire_all(self.state.now());
     }
 
     pub fn add_fault(&self, rule: FaultRule) -> FaultRule {

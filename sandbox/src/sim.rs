@@ -878,9 +878,6 @@ pub(crate) fn checkpoints(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Che
     if ph.status == "PAUSED" && ph.steps > 0 && !steps.contains(&ph.steps) {
         steps.push(ph.steps);
     }
-    let params = model_name(&run.config)
-        .and_then(|m| seed.model(&m).map(|m| m.params_b))
-        .unwrap_or(1.0);
     let bucket = run.volume.clone().unwrap_or_else(|| "run-outputs".into());
     steps
         .into_iter()
@@ -897,7 +894,7 @@ pub(crate) fn checkpoints(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Che
                     run.id
                 ),
                 status: if ready { "READY" } else { "UPLOADING" },
-                size_bytes: (params * 2.0e9) as u64 + u64::from(k),
+                size_bytes: crate::s3::checkpoint_bytes(run, k),
                 created_at: iso(created),
                 uploaded_at: ready.then(|| iso(ready_at)),
             }
@@ -1007,21 +1004,7 @@ pub(crate) fn env_servers(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Env
         .collect()
 }
 
-/// Files a run has written under `runs/<run_id>/` on its volume (layout invented).
+/// Files a run has written under `runs/<run_id>/` on its volume (layout invented, see `s3.rs`).
 pub(crate) fn volume_files(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Value> {
-    let ph = phase(run, &seed.timings, now);
-    let mut files = Vec::new();
-    let base = format!("runs/{}", run.id);
-    if ph.has_started() {
-        files.push(
-            json!({"path": format!("{base}/config.json"), "size": run.config.to_string().len()}),
-        );
-        files.push(json!({"path": format!("{base}/logs/trainer.log"), "size": 1024 * u64::from(ph.steps + 1)}));
-    }
-    for c in checkpoints(run, seed, now) {
-        let dir = format!("{base}/checkpoints/step_{}", c.step);
-        files.push(json!({"path": format!("{dir}/model.safetensors"), "size": c.size_bytes, "status": c.status}));
-        files.push(json!({"path": format!("{dir}/trainer_state.json"), "size": 2048}));
-    }
-    files
+    crate::s3::volume_files(run, seed, now)
 }

@@ -141,6 +141,9 @@ pub(crate) struct TransferRoute {
     pub secret_access_key: String,
     pub session_token: String,
     pub expires_at: String,
+    /// A put's upload lease (absent on gets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_id: Option<String>,
 }
 
 /// §2.3 team list item.

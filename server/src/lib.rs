@@ -1,8 +1,10 @@
 //! The command line and its settings, the stdio and streamable-HTTP transports, HTTP auth and
 //! Host/Origin checks, tool gating, and tracing set-up.
 
+pub mod approve;
 pub mod check_config;
 pub mod gating;
+pub mod guard;
 pub mod http;
 pub mod serve;
 pub mod settings;

@@ -251,6 +251,34 @@ pub const CATALOGUE: &[ToolSpec] = &[
         title: "Fetch traces to disk",
         description: "Download a run's raw trace documents (or one step's) byte-exact into a directory under the workspace; atomic, resumable.",
     },
+    ToolSpec {
+        name: "run_report",
+        toolset: Toolset::Runs,
+        hints: READ,
+        title: "End-of-run report",
+        description: "Outcome, steps, duration, usage and cost, where checkpoints and traces are, and the calls that would fetch what is not local yet.",
+    },
+    ToolSpec {
+        name: "list_volumes",
+        toolset: Toolset::Artifacts,
+        hints: READ,
+        title: "List volumes",
+        description: "Volumes of the active owner (or a team) with size, status and creator.",
+    },
+    ToolSpec {
+        name: "fetch_checkpoint",
+        toolset: Toolset::Artifacts,
+        hints: hints(false, false, true, true),
+        title: "Fetch a checkpoint to disk",
+        description: "Download a run's checkpoint (default: latest READY) from its volume into a workspace directory; atomic, resumable, with progress.",
+    },
+    ToolSpec {
+        name: "upload_to_volume",
+        toolset: Toolset::Artifacts,
+        hints: hints(false, false, true, true),
+        title: "Upload to a volume",
+        description: "Upload a workspace file or folder to a volume (default datasets/<name>) for hosted SFT; refuses to overwrite unless asked.",
+    },
 ];
 
 /// The record of a tool by name.

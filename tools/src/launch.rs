@@ -400,7 +400,7 @@ async fn resolve_owner(
     })
 }
 
-fn scope_of(team: &Option<String>) -> TeamScope {
+pub(crate) fn scope_of(team: &Option<String>) -> TeamScope {
     match team {
         Some(t) => TeamScope::Team(t.clone()),
         None => TeamScope::Personal,
@@ -408,7 +408,7 @@ fn scope_of(team: &Option<String>) -> TeamScope {
 }
 
 /// The owner's runs, newest first, up to `pages` pages of 100.
-async fn owner_runs(
+pub(crate) async fn owner_runs(
     platform: &PlatformClient,
     team: &Option<String>,
     pages: u32,
@@ -434,7 +434,7 @@ async fn owner_runs(
 }
 
 /// Active runs with their rates: journalled for runs we launched, estimated for the others.
-fn active_spend(state: &AppState, runs: &[RlRun], models: &AvailableModels) -> Vec<ActiveRun> {
+pub(crate) fn active_spend(state: &AppState, runs: &[RlRun], models: &AvailableModels) -> Vec<ActiveRun> {
     let journalled: Vec<(String, Option<f64>)> = state
         .store()
         .ok()
@@ -1629,6 +1629,7 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
                 "gpu_type": resp.gpu_type.clone().or(body.gpu_type.clone()),
                 "price_per_gpu_hour_usd": resp.price_per_gpu_hour,
                 "rate_per_hour_usd": resp.estimated_cost_per_hour.or(body.price.per_hour_usd),
+                "max_steps": body.max_steps,
                 "dashboard_url": platform.settings().run_dashboard_url(&resp.run_id),
             });
             store

@@ -3,12 +3,15 @@
 //! `platform`, shape the result.
 
 pub mod account;
+pub mod artifacts;
 pub mod catalogue;
 pub mod config_tool;
+pub mod guard;
 pub mod launch;
 pub mod lifecycle;
 pub mod owner;
 pub mod reply;
+pub mod resources;
 pub mod runs;
 pub mod schema;
 pub mod server;
@@ -34,6 +37,7 @@ pub fn all_tools() -> Vec<server::ToolDef<AppState>> {
     defs.extend(runs::tools());
     defs.extend(workflows::tools());
     defs.extend(traces::tools());
+    defs.extend(artifacts::tools());
     defs
 }
 
@@ -42,7 +46,7 @@ pub fn build_server(
     state: Arc<AppState>,
     enabled: impl Fn(&catalogue::ToolSpec) -> bool,
 ) -> FactoryServer<AppState> {
-    FactoryServer::new(state, all_tools(), enabled, INSTRUCTIONS)
+    FactoryServer::new(state, all_tools(), enabled, INSTRUCTIONS).with_resources(resources::reader())
 }
 
 #[cfg(test)]

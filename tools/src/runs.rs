@@ -16,6 +16,7 @@ use crate::{
     reply::{Outcome, ToolError, ToolResult},
     server::{Call, ToolDef, tool},
     state::{AppState, check_id, platform_error},
+    workflows::LogCursor,
 };
 
 pub fn tools() -> Vec<ToolDef<AppState>> {
@@ -460,6 +461,8 @@ pub struct LogsArgs {
     /// Most bytes of log text to return, newest lines kept (default and maximum 65536).
     #[schemars(range(min = 1024, max = 65536))]
     pub max_bytes: Option<u32>,
+    /// The `cursor` of a previous answer (same component and filters): only newer lines.
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -470,9 +473,15 @@ pub struct LogsOut {
     pub state: String,
     pub lines: Vec<String>,
     pub line_count: usize,
-    /// Older lines were dropped to stay within max_bytes.
+    /// Lines were left out to stay within max_bytes: without a cursor the oldest; with one the
+    /// newest, which the next call with the returned cursor gives.
     pub truncated: bool,
     pub note: Option<String>,
+    /// Pass this back (with the same component and filters) to get only lines after these.
+    pub cursor: String,
+    /// With a cursor: the tail no longer overlapped the lines seen before, so some lines may
+    /// have been missed (call more often, or with a larger tail).
+    pub possibly_missed: bool,
 }
 
 /// Parse `--since` as the CLI does: seconds, or a number with s/m/h/d; 60 s to 24 h.
@@ -536,7 +545,10 @@ async fn get_logs(state: Arc<AppState>, args: LogsArgs, _call: Call) -> ToolResu
     if args.regex == Some(true) && args.search.is_none() {
         return Err(ToolError::new("`regex: true` needs `search` (the pattern)."));
     }
-    let tail = args.tail.unwrap_or(200);
+    // Following needs a window wide enough to overlap what was seen: the CLI's default, 1000.
+    let tail = args
+        .tail
+        .unwrap_or(if args.cursor.is_some() { 1000 } else { 200 });
     if !(1..=MAX_TAIL).contains(&tail) {
         return Err(ToolError::new(format!(
             "`tail` must be between 1 and {MAX_TAIL}; got {tail}"
@@ -554,6 +566,23 @@ async fn get_logs(state: Arc<AppState>, args: LogsArgs, _call: Call) -> ToolResu
         Component::Inference => (LogComponent::Inference, "inference"),
         Component::EnvServer => (LogComponent::EnvServer, "env-server"),
     };
+    // A cursor belongs to one query: the run, the component and the filters (not the tail).
+    let level_name = args.level.map(|l| l.wire()).unwrap_or("");
+    let since_text = since_seconds.map(|s| s.to_string()).unwrap_or_default();
+    let regex_text = if args.regex == Some(true) { "regex" } else { "" };
+    let query_parts = [
+        args.run_id.as_str(),
+        name,
+        args.env.as_deref().unwrap_or(""),
+        args.search.as_deref().unwrap_or(""),
+        regex_text,
+        level_name,
+        since_text.as_str(),
+    ];
+    let cursor = match &args.cursor {
+        Some(c) => Some(LogCursor::parse(c, &query_parts)?),
+        None => None,
+    };
     let query = LogsQuery {
         tail_lines: tail,
         search: args.search.clone(),
@@ -566,12 +595,46 @@ async fn get_logs(state: Arc<AppState>, args: LogsArgs, _call: Call) -> ToolResu
     };
     match state.platform()?.get_logs(&args.run_id, &query).await {
         Ok(resp) => {
-            let (lines, truncated) = bound_lines(&resp.logs, max_bytes);
+            // Redacted before anything else, so the cursor's hashes never see a secret.
+            let text = state.redactor.redact(&resp.logs).into_owned();
+            let (lines, truncated, next, possibly_missed) = match cursor {
+                None => {
+                    let (lines, truncated) = bound_lines(&text, max_bytes);
+                    let mut next = LogCursor::new(&query_parts);
+                    next.advance(&lines);
+                    (lines, truncated, next, false)
+                }
+                Some(mut c) => {
+                    let all: Vec<String> = text.lines().map(str::to_string).collect();
+                    let (from, overlapped) = c.unseen_from(&all);
+                    // Oldest unseen lines first, so a later call continues where this one stops.
+                    let mut used = 0usize;
+                    let mut lines = Vec::new();
+                    for line in &all[from..] {
+                        let cost = line.len() + 1;
+                        if used + cost > max_bytes && !lines.is_empty() {
+                            break;
+                        }
+                        used += cost;
+                        lines.push(line.clone());
+                    }
+                    let truncated = from + lines.len() < all.len();
+                    c.advance(&lines);
+                    (lines, truncated, c, !overlapped)
+                }
+            };
+            let following = args.cursor.is_some();
             let summary = format!(
-                "{} {name} log line(s) of run {}{}",
+                "{} {}{name} log line(s) of run {}{}{}",
                 lines.len(),
+                if following { "new " } else { "" },
                 args.run_id,
-                if truncated { " (older lines dropped to fit)" } else { "" }
+                match (truncated, following) {
+                    (true, true) => " (more follow: call again with the cursor)",
+                    (true, false) => " (older lines dropped to fit)",
+                    _ => "",
+                },
+                if possibly_missed { " (the tail no longer overlapped: lines may have been missed)" } else { "" }
             );
             Ok(Outcome::done(
                 summary,
@@ -583,21 +646,27 @@ async fn get_logs(state: Arc<AppState>, args: LogsArgs, _call: Call) -> ToolResu
                     lines,
                     truncated,
                     note: None,
+                    cursor: next.encode(),
+                    possibly_missed,
                 },
             ))
         }
         Err(PlatformError::NotStartedYet { detail }) => Ok(Outcome::done(
             format!("Run {} has not started yet: no {name} logs", args.run_id),
             LogsOut {
-                run_id: args.run_id,
+                run_id: args.run_id.clone(),
                 component: name.into(),
                 state: "not_started".into(),
                 lines: Vec::new(),
                 line_count: 0,
                 truncated: false,
                 note: Some(format!(
-                    "The platform says: {detail}. Wait for the run to reach RUNNING (watch it with get_run) and call again."
+                    "The platform says: {detail}. Wait for the run to reach RUNNING (watch_run until_status RUNNING) and call again."
                 )),
+                cursor: cursor
+                    .unwrap_or_else(|| LogCursor::new(&query_parts))
+                    .encode(),
+                possibly_missed: false,
             },
         )),
         Err(PlatformError::NotFound { .. }) => Err(ToolError::new(format!(

@@ -7,9 +7,11 @@ use std::{collections::BTreeMap, future::Future, pin::Pin, sync::Arc};
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, Implementation, InputResponses,
-        JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResultType,
-        ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+        CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams,
+        GetPromptResponse, Implementation, InputResponses, JsonObject, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        ResultType, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
     },
     service::RequestContext,
 };
@@ -103,11 +105,19 @@ pub trait HasRedactor {
     fn redactor(&self) -> &dyn Redact;
 }
 
+/// Reads a `factory://` resource against the shared state (see `resources.rs`).
+pub type ResourceReader<S> = Arc<
+    dyn Fn(Arc<S>, String) -> Pin<Box<dyn Future<Output = Result<ReadResourceResult, McpError>> + Send>>
+        + Send
+        + Sync,
+>;
+
 /// The MCP server: the shared state and the tools the gate lets through.
 pub struct FactoryServer<S> {
     state: Arc<S>,
     tools: Arc<BTreeMap<&'static str, ToolDef<S>>>,
     instructions: &'static str,
+    resources: Option<ResourceReader<S>>,
 }
 
 impl<S> Clone for FactoryServer<S> {
@@ -116,6 +126,7 @@ impl<S> Clone for FactoryServer<S> {
             state: self.state.clone(),
             tools: self.tools.clone(),
             instructions: self.instructions,
+            resources: self.resources.clone(),
         }
     }
 }
@@ -137,7 +148,21 @@ impl<S: Send + Sync + 'static> FactoryServer<S> {
             state,
             tools: Arc::new(tools),
             instructions,
+            resources: None,
         }
+    }
+
+    /// Serve the `factory://runs/...` resources with `reader`; they are offered only when the
+    /// gate lets the run read tools through (`get_run`, `get_logs`), like the tools themselves.
+    pub fn with_resources(mut self, reader: ResourceReader<S>) -> Self {
+        self.resources = Some(reader);
+        self
+    }
+
+    fn serves_resources(&self) -> bool {
+        self.resources.is_some()
+            && self.tools.contains_key("get_run")
+            && self.tools.contains_key("get_logs")
     }
 
     pub fn state(&self) -> &Arc<S> {
@@ -152,7 +177,13 @@ impl<S: Send + Sync + 'static> FactoryServer<S> {
 
 impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .build(),
+        )
             .with_server_info(Implementation::new("factory-mcp", env!("CARGO_PKG_VERSION")))
             .with_instructions(self.instructions)
     }
@@ -170,6 +201,76 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
         result.ttl_ms = modern.then_some(0);
         result.cache_scope = modern.then_some(CacheScope::Public);
         Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        // Runs are many and change: they are offered as templates, not listed one by one.
+        let mut result = ListResourcesResult::with_all_items(Vec::new());
+        mark_complete(&context, &mut result.result_type, &mut result.ttl_ms, &mut result.cache_scope);
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let templates = if self.serves_resources() {
+            crate::resources::templates()
+        } else {
+            Vec::new()
+        };
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        mark_complete(&context, &mut result.result_type, &mut result.ttl_ms, &mut result.cache_scope);
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        match &self.resources {
+            Some(reader) if self.serves_resources() => {
+                let span = tracing::info_span!("resource");
+                let mut result = reader(self.state.clone(), request.uri).instrument(span).await?;
+                let mut scope = None;
+                mark_complete(&context, &mut result.result_type, &mut result.ttl_ms, &mut scope);
+                // A run is visible to its owner and team only.
+                result.cache_scope = scope.map(|_| CacheScope::Private);
+                Ok(result.into())
+            }
+            _ => Err(McpError::resource_not_found(
+                format!("resource not found: {}", crate::resources::shown_uri(&request.uri)),
+                None,
+            )),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let prompts = crate::resources::prompts(|t| self.tools.contains_key(t));
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        mark_complete(&context, &mut result.result_type, &mut result.ttl_ms, &mut result.cache_scope);
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        crate::resources::get_prompt(&request.name, request.arguments.as_ref(), |t| {
+            self.tools.contains_key(t)
+        })
+        .map(Into::into)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -198,4 +299,19 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
             .instrument(span)
             .await)
     }
+}
+
+/// Mark a list answer complete and, for 2026-07-28 clients, cacheable as `tools/list` is.
+fn mark_complete(
+    context: &RequestContext<RoleServer>,
+    result_type: &mut Option<ResultType>,
+    ttl_ms: &mut Option<u64>,
+    cache_scope: &mut Option<CacheScope>,
+) {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    *result_type = Some(ResultType::COMPLETE);
+    *ttl_ms = modern.then_some(0);
+    *cache_scope = modern.then_some(CacheScope::Public);
 }

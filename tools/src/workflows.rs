@@ -326,7 +326,7 @@ enum Target {
 impl Target {
     fn describe(self) -> String {
         match self {
-            Target::Step(n) => format!("step {n} completed"),
+            Target::Step(n) => format!("step {n}"),
             Target::Status(s) => format!("status {}", status_wire(s)),
             Target::Terminal => "a terminal status".into(),
         }
@@ -960,6 +960,103 @@ async fn diagnose_run(state: Arc<AppState>, args: DiagnoseArgs, _call: Call) -> 
     ))
 }
 
+// ---- the get_logs follow cursor -------------------------------------------------------------
+
+/// Lines of history a cursor remembers (as hashes) to find where the next tail overlaps.
+const CURSOR_LINES: usize = 16;
+const CURSOR_PREFIX: &str = "lc1";
+
+/// FNV-1a: stable across builds and processes, so a cursor survives a server restart. Hashes
+/// of already-redacted lines only: a cursor carries nothing derived from a secret.
+fn fnv(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain(std::iter::once(0xff)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// What `get_logs` remembers between calls: which query, and the hashes of the last lines seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogCursor {
+    query: u64,
+    seen: Vec<u64>,
+}
+
+impl LogCursor {
+    /// A cursor for `query` (the component and filters, which a follow-up call must repeat).
+    pub fn new(query_parts: &[&str]) -> Self {
+        LogCursor {
+            query: fnv(query_parts),
+            seen: Vec::new(),
+        }
+    }
+
+    /// Parse a cursor a previous answer gave, checking it belongs to the same query.
+    pub fn parse(text: &str, query_parts: &[&str]) -> Result<Self, ToolError> {
+        let bad = || {
+            ToolError::new(
+                "`cursor` is not one this server gave: pass the `cursor` of the previous get_logs answer unchanged, or drop it to read the tail.",
+            )
+        };
+        let body = text.strip_prefix(CURSOR_PREFIX).ok_or_else(bad)?;
+        if body.is_empty() || body.len() % 16 != 0 || body.len() > 16 * (CURSOR_LINES + 1) {
+            return Err(bad());
+        }
+        let words: Vec<u64> = (0..body.len() / 16)
+            .map(|i| u64::from_str_radix(body.get(i * 16..i * 16 + 16).unwrap_or(""), 16))
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad())?;
+        let cursor = LogCursor {
+            query: words[0],
+            seen: words[1..].to_vec(),
+        };
+        if cursor.query != fnv(query_parts) {
+            return Err(ToolError::new(
+                "This `cursor` belongs to another log query: repeat the same run, component, env and filters as the call that returned it, or drop the cursor.",
+            ));
+        }
+        Ok(cursor)
+    }
+
+    pub fn encode(&self) -> String {
+        let mut s = String::from(CURSOR_PREFIX);
+        for w in std::iter::once(self.query).chain(self.seen.iter().copied()) {
+            s.push_str(&format!("{w:016x}"));
+        }
+        s
+    }
+
+    /// Where the unseen lines of `lines` (a fresh tail, oldest first) begin, and whether the
+    /// tail still overlaps what was seen (false: lines may have been missed in between). The
+    /// API only returns tails, so this finds the overlap as the CLI's follow does: the earliest
+    /// place where the remembered last lines end; else a tail that starts inside them.
+    pub fn unseen_from(&self, lines: &[String]) -> (usize, bool) {
+        let k = self.seen.len();
+        if k == 0 || lines.is_empty() {
+            return (0, true);
+        }
+        let h: Vec<u64> = lines.iter().map(|l| fnv(&[l])).collect();
+        if let Some(j) = (k..=h.len()).find(|&j| h[j - k..j] == self.seen[..]) {
+            return (j, true);
+        }
+        if let Some(j) = (1..k.min(h.len() + 1)).rev().find(|&j| h[..j] == self.seen[k - j..]) {
+            return (j, true);
+        }
+        (0, false)
+    }
+
+    /// Remember `returned` as the newest lines seen.
+    pub fn advance(&mut self, returned: &[String]) {
+        self.seen.extend(returned.iter().map(|l| fnv(&[l])));
+        let extra = self.seen.len().saturating_sub(CURSOR_LINES);
+        self.seen.drain(..extra);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1016,5 +1113,40 @@ mod tests {
         assert!(shorten_strings(&mut v, 100));
         let s = v["completion"][0]["content"].as_str().unwrap();
         assert!(s.starts_with(&"x".repeat(100)) && s.contains("2900 more"));
+    }
+
+    fn lines(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_cursor_returns_only_lines_after_the_overlap() {
+        let q = ["run", "orchestrator"];
+        let mut c = LogCursor::new(&q);
+        let first = lines(&["a", "b", "c"]);
+        assert_eq!(c.unseen_from(&first), (0, true));
+        c.advance(&first);
+        let c = LogCursor::parse(&c.encode(), &q).unwrap();
+        // The tail moved on: "a" scrolled out, "d", "e" are new.
+        assert_eq!(c.unseen_from(&lines(&["b", "c", "d", "e"])), (2, true));
+        // Nothing new.
+        assert_eq!(c.unseen_from(&lines(&["a", "b", "c"])), (3, true));
+        // The window no longer overlaps: everything is returned and the gap is said.
+        assert_eq!(c.unseen_from(&lines(&["x", "y"])), (0, false));
+        // Repeated text is matched as a sequence, not line by line.
+        assert_eq!(c.unseen_from(&lines(&["a", "b", "c", "a", "b", "c"])), (3, true));
+        // Another query's cursor is refused.
+        assert!(LogCursor::parse(&c.encode(), &["run", "trainer"]).is_err());
+        assert!(LogCursor::parse("lc1zz", &q).is_err());
+    }
+
+    #[test]
+    fn a_cursor_remembers_only_the_last_lines() {
+        let mut c = LogCursor::new(&["q"]);
+        let many: Vec<String> = (0..100).map(|i| format!("line {i}")).collect();
+        c.advance(&many);
+        assert_eq!(c.seen.len(), CURSOR_LINES);
+        assert_eq!(c.unseen_from(&many[50..]), (50, true));
+        assert!(c.encode().len() < 300);
     }
 }

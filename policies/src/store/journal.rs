@@ -163,8 +163,7 @@ struct Row {
     attempts: i64,
 }
 
-const COLUMNS: &str =
-    "key, sub, state, holder, lease_until, started_at, updated_at, run_id, reason, details, attempts";
+const COLUMNS: &str = "key, sub, state, holder, lease_until, started_at, updated_at, run_id, reason, details, attempts";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     let state: String = r.get(2)?;
@@ -378,7 +377,16 @@ fn mark(
         "UPDATE journal SET state = ?4, holder = NULL, lease_until = NULL, updated_at = ?5,
                 run_id = ?6, reason = ?7, details = ?8
          WHERE kind = ?1 AND key = ?2 AND sub = ?3",
-        params![kind.as_str(), key, sub, to_name, now, run_id, reason, details],
+        params![
+            kind.as_str(),
+            key,
+            sub,
+            to_name,
+            now,
+            run_id,
+            reason,
+            details
+        ],
     )?;
     Ok(())
 }

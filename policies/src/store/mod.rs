@@ -42,9 +42,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Everything that can go wrong with the state store; each message says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error(
-        "no state directory: set XDG_STATE_HOME or HOME, or pass an explicit state directory"
-    )]
+    #[error("no state directory: set XDG_STATE_HOME or HOME, or pass an explicit state directory")]
     NoStateDir,
     #[error("{}: {source}", path.display())]
     Io {
@@ -653,7 +651,10 @@ fn finish_plan((mut plan, body): (PlanRecord, String)) -> Result<PlanRecord, Sto
     Ok(plan)
 }
 
-pub(crate) fn insert_audit(tx: &rusqlite::Transaction<'_>, e: &AuditEvent) -> Result<(), StoreError> {
+pub(crate) fn insert_audit(
+    tx: &rusqlite::Transaction<'_>,
+    e: &AuditEvent,
+) -> Result<(), StoreError> {
     let detail = serde_json::to_string(&e.detail).map_err(|source| StoreError::Json {
         what: "audit detail",
         source,

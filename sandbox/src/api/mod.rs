@@ -31,6 +31,8 @@ pub(crate) struct AppState {
     pub(crate) clock: Clock,
     pub(crate) faults: Mutex<Faults>,
     pub(crate) requests: Mutex<Vec<RequestRecord>>,
+    /// The volumes' S3-compatible endpoint: issued credentials, leases, uploads.
+    pub(crate) s3: crate::s3::S3State,
     state_file: Option<PathBuf>,
     token_value: Option<String>,
     base_url: String,
@@ -49,6 +51,7 @@ impl AppState {
             clock,
             faults: Mutex::new(Faults::default()),
             requests: Mutex::new(Vec::new()),
+            s3: crate::s3::S3State::default(),
             state_file,
             token_value,
             base_url,
@@ -112,6 +115,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .merge(platform::routes())
         .merge(traces::routes())
         .merge(control::routes())
+        .merge(crate::s3::routes())
         .fallback(|| async { detail(StatusCode::NOT_FOUND, "Not Found") })
         .method_not_allowed_fallback(|| async {
             detail(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
@@ -120,7 +124,24 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             state.clone(),
             crate::faults::middleware,
         ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), simulated_date))
         .with_state(state)
+}
+
+/// Every answer's `Date` header carries the simulated clock (invention: the sandbox's clock
+/// is the platform's clock, so a client that measures elapsed time by the platform's `Date`,
+/// as the guard does, sees simulated time pass).
+async fn simulated_date(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    let date = state.now().format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+    if let Ok(v) = http::HeaderValue::from_str(&date) {
+        response.headers_mut().insert(http::header::DATE, v);
+    }
+    response
 }
 
 // ---- shared helpers ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ use crate::seed::{Seed, SeedUser};
 use crate::sim::{self, phase};
 use crate::wire::{
     CreateRunResponse, FftCluster, FftModel, OnDemandGpu, RunPage, TeamItem, TeamMember,
-    TransferRoute, VolumeWire,
+    VolumeWire,
 };
 use crate::world::{Run, Volume, World, new_cuid, new_token};
 
@@ -1104,7 +1104,7 @@ async fn create_volume(State(st): S, headers: HeaderMap, body: Bytes) -> Respons
     })
 }
 
-/// §10 transfer route. The S3-compatible endpoint it names is not served yet (later work).
+/// §10 transfer route: credentials for the volume's S3-compatible endpoint (`crate::s3`).
 async fn transfer(
     State(st): S,
     headers: HeaderMap,
@@ -1119,43 +1119,20 @@ async fn transfer(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let mode = body.get("mode").and_then(Value::as_str).unwrap_or("get");
-    if !matches!(mode, "get" | "put") {
-        return detail(
-            StatusCode::BAD_REQUEST,
-            format!("Unknown transfer mode '{mode}'"),
-        );
-    }
-    let path = body
-        .get("path")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
     let team = match opt_string(&body, "teamId") {
         Ok(t) => t,
         Err(r) => return r,
     };
-    let now = st.now();
-    let base = st.base_url.clone();
-    st.with_world(|w| {
-        if let Err(r) = check_team(&w.seed, &user, team.as_deref()) {
-            return r;
-        }
-        let Some(v) = w.volume_in_account(&user.id, team.as_deref(), &name) else {
-            return detail(StatusCode::NOT_FOUND, format!("Volume '{name}' not found"));
-        };
-        let lease = sim::hex_digest(&["lease", &name, &path, &iso(now)]);
-        ok(TransferRoute {
-            via: "r2",
-            endpoint: format!("{base}/_sandbox/s3"),
-            bucket: "sandbox-volumes".into(),
-            prefix: format!("{}/", v.pvc_name),
-            access_key_id: format!("sandbox-access-{}", &lease[..12]),
-            secret_access_key: format!("sandbox-secret-{}", &lease[12..36]),
-            session_token: format!("sandbox-session-{}", &lease[36..60]),
-            expires_at: iso(plus_secs(now, 3600.0)),
-        })
-    })
+    let volume = st.with_world(|w| {
+        check_team(&w.seed, &user, team.as_deref())?;
+        w.volume_in_account(&user.id, team.as_deref(), &name)
+            .cloned()
+            .ok_or_else(|| detail(StatusCode::NOT_FOUND, format!("Volume '{name}' not found")))
+    });
+    match volume {
+        Ok(v) => crate::s3::issue_route(&st, &v, &body, &st.base_url),
+        Err(r) => r,
+    }
 }
 
 // ---- seeding ------------------------------------------------------------------------------

@@ -1,0 +1,1128 @@
+//! Volumes and artifacts: `list_volumes`, `fetch_checkpoint` (a checkpoint's files from the
+//! run's volume, over the S3-compatible transfer route, into the workspace), `upload_to_volume`
+//! (an SFT dataset onto a volume, as `prime volumes put`), and `run_report` (the end-of-run
+//! report of the platform playbook: outcome, steps, duration, usage, where checkpoints and
+//! traces are, and the calls that would fetch what is not local yet).
+//!
+//! Where checkpoint files sit on the volume (`runs/<run_id>/checkpoints/step_<n>/`) is taken
+//! from the checkpoint's `storageUrl` when it names a `runs/…` path; the layout below that is
+//! prime-rl's and is not documented by the API.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use factory_platform::transfer::{RemoteObject, RouteKind, S3Transfer};
+use factory_platform::wire::runs::{Checkpoint, RlRun};
+use factory_platform::wire::volumes::TransferMode;
+use factory_platform::{PlatformError, TeamScope, TracesQuery};
+use rmcp::model::ProgressNotificationParam;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    owner,
+    reply::{Outcome, ToolError, ToolResult},
+    runs::fetch_run,
+    server::{Call, ToolDef, tool},
+    state::{AppState, check_id, platform_error},
+};
+
+pub fn tools() -> Vec<ToolDef<AppState>> {
+    vec![
+        tool("list_volumes", list_volumes),
+        tool("fetch_checkpoint", fetch_checkpoint),
+        tool("upload_to_volume", upload_to_volume),
+        tool("run_report", run_report),
+    ]
+}
+
+/// Most files one `fetch_checkpoint` or `upload_to_volume` call moves.
+const MAX_FILES: usize = 10_000;
+/// Most files listed in a result (the counts cover all of them).
+const MAX_LISTED: usize = 200;
+/// Most trace pages `run_report` reads to count traces.
+const TRACE_COUNT_PAGES: usize = 20;
+
+fn run_scope(run: &RlRun) -> TeamScope {
+    match &run.team_id {
+        Some(t) => TeamScope::Team(t.clone()),
+        None => TeamScope::Personal,
+    }
+}
+
+fn transfer_error(what: &str, e: factory_platform::transfer::TransferError) -> ToolError {
+    use factory_platform::transfer::TransferError as T;
+    match e {
+        T::Platform(p) => platform_error(what, &p),
+        other => ToolError::new(format!("Failed to {what}: {other}.")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// list_volumes
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListVolumesArgs {
+    /// The team whose volumes to list (default: the active team).
+    pub team_id: Option<String>,
+    /// List the personal account's volumes instead.
+    pub personal: Option<bool>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VolumeItem {
+    pub name: String,
+    pub size: Option<String>,
+    /// Wire status (RUNNING, PENDING, TERMINATING, TOMBSTONED, FAILED…).
+    pub status: String,
+    /// As the CLI shows it (RUNNING is CREATED).
+    pub status_label: String,
+    pub cluster_id: String,
+    pub created_by: Option<String>,
+    pub created_by_name: Option<String>,
+    pub created_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListVolumesOut {
+    pub team_id: Option<String>,
+    pub volumes: Vec<VolumeItem>,
+}
+
+fn status_label(status: &str) -> String {
+    match status {
+        "RUNNING" => "CREATED",
+        "TERMINATING" => "DELETING",
+        "TOMBSTONED" => "DELETE FAILED",
+        s => s,
+    }
+    .to_string()
+}
+
+async fn list_volumes(
+    state: Arc<AppState>,
+    args: ListVolumesArgs,
+    _call: Call,
+) -> ToolResult<ListVolumesOut> {
+    let scope = owner::scope(
+        args.team_id.as_deref(),
+        args.personal,
+        state.policy.allowed_teams.as_deref(),
+    )?;
+    let platform = state.platform()?;
+    let team_id = platform.team_for(&scope);
+    let vols = platform
+        .list_volumes(&scope)
+        .await
+        .map_err(|e| platform_error("list volumes", &e))?;
+    let volumes: Vec<VolumeItem> = vols
+        .into_iter()
+        .map(|v| VolumeItem {
+            size: v.size.as_ref().map(|s| match s {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }),
+            status_label: status_label(&v.status),
+            name: v.name,
+            status: v.status,
+            cluster_id: v.cluster_id,
+            created_by: v.created_by,
+            created_by_name: v.created_by_name,
+            created_at: v.created_at,
+        })
+        .collect();
+    let summary = format!(
+        "{} volume(s) of {}",
+        volumes.len(),
+        team_id.as_deref().map_or("the personal account".to_string(), |t| format!("team {t}"))
+    );
+    Ok(Outcome::done(summary, ListVolumesOut { team_id, volumes }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// fetch_checkpoint
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FetchCheckpointArgs {
+    pub run_id: String,
+    /// Checkpoint step (default: the latest READY one).
+    #[schemars(range(min = 0))]
+    pub step: Option<i64>,
+    /// Directory under the workspace; files go to `<dest_dir>/step_<n>/`.
+    pub dest_dir: String,
+    /// Only these files (paths relative to the checkpoint directory, e.g. `model.safetensors`).
+    pub paths: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FetchedCheckpointFile {
+    /// Path relative to the checkpoint directory.
+    pub path: String,
+    pub local_path: String,
+    pub bytes: u64,
+    /// Already complete on disk, not downloaded again.
+    pub skipped: bool,
+    /// Bytes kept from an earlier, interrupted call.
+    pub resumed_from: u64,
+    /// Interruptions recovered during this call.
+    pub recovered: u32,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FetchCheckpointOut {
+    pub run_id: String,
+    pub step: i64,
+    pub volume: String,
+    /// Where the files are on the volume.
+    pub volume_path: String,
+    pub local_dir: String,
+    pub files_total: usize,
+    pub downloaded: usize,
+    pub skipped: usize,
+    pub bytes: u64,
+    /// Bytes received by this call.
+    pub received: u64,
+    pub seconds: f64,
+    /// Receive rate of this call (MB/s, 10^6 bytes).
+    pub mb_per_s: f64,
+    /// Times the short-lived transfer credentials were fetched again.
+    pub credential_refreshes: u32,
+    /// Up to 200 of the files.
+    pub files: Vec<FetchedCheckpointFile>,
+    /// The call was cancelled; calling again resumes where it stopped.
+    pub cancelled: bool,
+}
+
+/// The directory of a checkpoint on its volume: from `storageUrl` when it names `runs/…`,
+/// otherwise prime-rl's usual layout.
+pub fn checkpoint_volume_dir(run_id: &str, ck: &Checkpoint) -> String {
+    let from_url = ck
+        .storage_url
+        .find(&format!("runs/{run_id}/"))
+        .map(|i| ck.storage_url[i..].trim_end_matches('/').to_string());
+    format!(
+        "{}/",
+        from_url.unwrap_or_else(|| format!("runs/{run_id}/checkpoints/step_{}", ck.step))
+    )
+}
+
+/// A relative path that stays inside the directory it is joined to.
+fn safe_relative(rel: &str) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for seg in rel.split('/') {
+        if seg.is_empty() || seg == "." || seg == ".." || seg.contains('\\') || seg.contains('\0') {
+            return None;
+        }
+        out.push(seg);
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
+}
+
+fn ssh_only(volume: &str, remote: &str, local: &Path, put: bool) -> ToolError {
+    let cmd = if put {
+        format!("prime volumes put {volume} {} {remote}", local.display())
+    } else {
+        format!("prime volumes get {volume} {remote} {}", local.display())
+    };
+    ToolError::new(format!(
+        "The platform offers only an SSH session for volume {volume} (no direct storage route), which this server does not open: it needs your SSH key and the session gateway. Run this in a terminal instead: `{cmd}` (the prime CLI checks the host key)."
+    ))
+}
+
+/// Send a progress notification when the client asked for them.
+async fn notify(call: &Call, done: u64, total: u64, message: String) {
+    if let Some(token) = call.ctx.meta.get_progress_token() {
+        let _ = call
+            .ctx
+            .peer
+            .notify_progress(
+                ProgressNotificationParam::new(token, done as f64)
+                    .with_total(total as f64)
+                    .with_message(message),
+            )
+            .await;
+    }
+}
+
+async fn fetch_checkpoint(
+    state: Arc<AppState>,
+    args: FetchCheckpointArgs,
+    call: Call,
+) -> ToolResult<FetchCheckpointOut> {
+    check_id("run", &args.run_id)?;
+    let run = fetch_run(&state, &args.run_id).await?;
+    let platform = state.platform()?;
+    let Some(volume) = run.volume_name.clone() else {
+        return Err(ToolError::new(format!(
+            "Run {} has no volume, so its checkpoints cannot be fetched through the volume transfer route (list_checkpoints shows their storage URLs). Runs launched with `volume` set keep their outputs under runs/<run_id>/ on it.",
+            run.id
+        )));
+    };
+    let checkpoints = platform
+        .list_checkpoints(&run.id, None)
+        .await
+        .map_err(|e| platform_error(&format!("list checkpoints of run {}", run.id), &e))?
+        .checkpoints;
+    let ck = match args.step {
+        Some(step) => checkpoints.iter().find(|c| c.step == step).ok_or_else(|| {
+            ToolError::new(format!(
+                "Run {} has no checkpoint at step {step}; it has {}.",
+                run.id,
+                steps_list(&checkpoints)
+            ))
+        })?,
+        None => checkpoints
+            .iter()
+            .filter(|c| c.status == "READY")
+            .max_by_key(|c| c.step)
+            .ok_or_else(|| {
+                ToolError::new(format!(
+                    "Run {} has no READY checkpoint yet ({}); get_progress shows its steps — call again later.",
+                    run.id,
+                    steps_list(&checkpoints)
+                ))
+            })?,
+    };
+    if ck.status != "READY" {
+        return Err(ToolError::new(format!(
+            "The checkpoint at step {} of run {} is {}, not READY; call again when it is (list_checkpoints shows it).",
+            ck.step, run.id, ck.status
+        )));
+    }
+    let dest_root = state
+        .workspace()?
+        .resolve_for_write(&args.dest_dir)
+        .map_err(|e| ToolError::new(format!("dest_dir: {e}")))?;
+    let local_dir = dest_root.join(format!("step_{}", ck.step));
+    let remote_dir = checkpoint_volume_dir(&run.id, ck);
+
+    let route = platform
+        .open_volume_transfer(&volume, TransferMode::Get, &remote_dir, &run_scope(&run))
+        .await
+        .map_err(|e| transfer_error(&format!("open a transfer on volume {volume}"), e))?;
+    let s3 = match route {
+        RouteKind::S3(s3) => s3,
+        RouteKind::SessionOnly { .. } => return Err(ssh_only(&volume, &remote_dir, &local_dir, false)),
+    };
+    let listed = s3
+        .list(&remote_dir)
+        .await
+        .map_err(|e| transfer_error(&format!("list {remote_dir} on volume {volume}"), e))?;
+    let mut plan: Vec<(String, RemoteObject)> = Vec::new();
+    for o in listed {
+        let Some(rel) = o.path.strip_prefix(&remote_dir).map(str::to_string) else {
+            continue;
+        };
+        if rel.is_empty() || rel.ends_with('/') {
+            continue;
+        }
+        if let Some(filter) = &args.paths
+            && !filter
+                .iter()
+                .any(|p| rel == p.trim_matches('/') || rel.starts_with(&format!("{}/", p.trim_matches('/'))))
+        {
+            continue;
+        }
+        plan.push((rel, o));
+    }
+    if plan.is_empty() {
+        return Err(ToolError::new(format!(
+            "No files{} under {remote_dir} on volume {volume}; list_checkpoints shows the run's checkpoints.",
+            if args.paths.is_some() { " matching `paths`" } else { "" }
+        )));
+    }
+    if plan.len() > MAX_FILES {
+        return Err(ToolError::new(format!(
+            "{} files under {remote_dir}: more than {MAX_FILES}; pass `paths` to fetch part of it.",
+            plan.len()
+        )));
+    }
+    tokio::fs::create_dir_all(&local_dir)
+        .await
+        .map_err(|e| ToolError::new(format!("cannot create {}: {e}", local_dir.display())))?;
+
+    let total: u64 = plan.iter().map(|(_, o)| o.size).sum();
+    let started = Instant::now();
+    let counter = AtomicU64::new(0);
+    let mut out = FetchCheckpointOut {
+        run_id: run.id.clone(),
+        step: ck.step,
+        volume: volume.clone(),
+        volume_path: remote_dir.clone(),
+        local_dir: local_dir.display().to_string(),
+        files_total: plan.len(),
+        downloaded: 0,
+        skipped: 0,
+        bytes: 0,
+        received: 0,
+        seconds: 0.0,
+        mb_per_s: 0.0,
+        credential_refreshes: 0,
+        files: Vec::new(),
+        cancelled: false,
+    };
+    let mut skipped_bytes = 0u64;
+    for (rel, obj) in &plan {
+        let Some(rel_path) = safe_relative(rel) else {
+            continue;
+        };
+        let path = local_dir.join(&rel_path);
+        if tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_file() && m.len() == obj.size) {
+            out.skipped += 1;
+            out.bytes += obj.size;
+            skipped_bytes += obj.size;
+            push_file(&mut out.files, rel, &path, obj.size, true, 0, 0);
+            continue;
+        }
+        let result = download_with_progress(&s3, obj, &path, &counter, &call, skipped_bytes, total).await;
+        match result {
+            None => {
+                out.cancelled = true;
+                break;
+            }
+            Some(Err(e)) => {
+                return Err(transfer_error(
+                    &format!("download {rel} of step {} (files finished so far are kept; call again to resume)", ck.step),
+                    e,
+                ));
+            }
+            Some(Ok(r)) => {
+                out.downloaded += 1;
+                out.bytes += r.bytes;
+                push_file(&mut out.files, rel, &path, r.bytes, false, r.resumed_from, r.recovered);
+            }
+        }
+    }
+    out.received = counter.load(Ordering::Relaxed);
+    out.seconds = started.elapsed().as_secs_f64();
+    out.mb_per_s = if out.seconds > 0.0 {
+        (out.received as f64 / 1e6 / out.seconds * 10.0).round() / 10.0
+    } else {
+        0.0
+    };
+    out.credential_refreshes = s3.refreshes();
+    let summary = format!(
+        "Checkpoint step {} of run {}: {} file(s), {} bytes in {} ({} downloaded, {} already complete){}",
+        ck.step,
+        run.id,
+        out.downloaded + out.skipped,
+        out.bytes,
+        out.local_dir,
+        out.downloaded,
+        out.skipped,
+        if out.cancelled { "; cancelled, call again to resume" } else { "" }
+    );
+    Ok(Outcome::done(summary, out))
+}
+
+fn push_file(
+    files: &mut Vec<FetchedCheckpointFile>,
+    rel: &str,
+    path: &Path,
+    bytes: u64,
+    skipped: bool,
+    resumed_from: u64,
+    recovered: u32,
+) {
+    if files.len() < MAX_LISTED {
+        files.push(FetchedCheckpointFile {
+            path: rel.to_string(),
+            local_path: path.display().to_string(),
+            bytes,
+            skipped,
+            resumed_from,
+            recovered,
+        });
+    }
+}
+
+/// Download one file, sending progress every quarter second; `None` when the call was cancelled
+/// (the partial file stays for the next call).
+async fn download_with_progress(
+    s3: &S3Transfer,
+    obj: &RemoteObject,
+    path: &Path,
+    counter: &AtomicU64,
+    call: &Call,
+    base: u64,
+    total: u64,
+) -> Option<Result<factory_platform::transfer::DownloadReport, factory_platform::transfer::TransferError>> {
+    let dl = s3.download(obj, path, counter);
+    tokio::pin!(dl);
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            r = &mut dl => return Some(r),
+            () = call.ctx.ct.cancelled() => return None,
+            _ = tick.tick() => {
+                let done = base + counter.load(Ordering::Relaxed);
+                notify(call, done, total, format!("{} of {total} bytes", done)).await;
+            }
+        }
+    }
+}
+
+fn steps_list(cks: &[Checkpoint]) -> String {
+    if cks.is_empty() {
+        return "no checkpoints".into();
+    }
+    cks.iter()
+        .map(|c| format!("step {} {}", c.step, c.status))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+// ---------------------------------------------------------------------------------------------
+// upload_to_volume
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UploadArgs {
+    /// Volume name (list_volumes shows them).
+    pub volume: String,
+    /// A file or folder under the workspace.
+    pub local_path: String,
+    /// Directory on the volume (default `datasets/<name of local_path>`); not under `runs/`.
+    pub remote_dir: Option<String>,
+    /// Replace files that already exist there (refused under --disable-destructive).
+    pub overwrite: Option<bool>,
+    /// Team owning the volume (default: the active team).
+    pub team_id: Option<String>,
+    /// The volume belongs to the personal account.
+    pub personal: Option<bool>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct UploadedFile {
+    pub path: String,
+    pub bytes: u64,
+    /// It existed and was replaced.
+    pub replaced: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct UploadOut {
+    pub volume: String,
+    pub remote_dir: String,
+    pub files_total: usize,
+    pub bytes: u64,
+    /// Up to 200 of the files.
+    pub files: Vec<UploadedFile>,
+    /// What to put in the SFT config's `[data] name` (with `volume` set to this volume).
+    pub data_name: String,
+    pub note: String,
+}
+
+/// A volume-relative directory: normalised, not the root, not under `runs/`.
+fn remote_dir_of(arg: &str) -> Result<String, ToolError> {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in arg.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                return Err(ToolError::new("`remote_dir` may not contain `..`."));
+            }
+            s if s.chars().all(|c| c.is_ascii_alphanumeric() || "._-@%+=,:".contains(c)) => {
+                parts.push(s)
+            }
+            _ => {
+                return Err(ToolError::new(
+                    "`remote_dir` may use letters, digits and ._-@%+=,: only (as `prime volumes put`).",
+                ));
+            }
+        }
+    }
+    match parts.first() {
+        None => Err(ToolError::new(
+            "Upload into a directory, e.g. `datasets/<name>`, not the volume root.",
+        )),
+        Some(&"runs") => Err(ToolError::new(
+            "runs/ holds run outputs and is read-only; upload elsewhere, e.g. datasets/<name>.",
+        )),
+        Some(_) => Ok(parts.join("/")),
+    }
+}
+
+/// The files to upload: `(local file, path relative to the destination)`.
+fn upload_plan(src: &Path) -> Result<Vec<(PathBuf, String)>, ToolError> {
+    let meta = std::fs::symlink_metadata(src)
+        .map_err(|e| ToolError::new(format!("{}: {e}", src.display())))?;
+    if meta.is_file() {
+        let name = src
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        return Ok(vec![(src.to_path_buf(), name)]);
+    }
+    if !meta.is_dir() {
+        return Err(ToolError::new(format!(
+            "{} is neither a file nor a folder (symlinks are not followed).",
+            src.display()
+        )));
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|e| ToolError::new(format!("{}: {e}", dir.display())))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| ToolError::new(format!("{}: {e}", dir.display())))?;
+            let ft = entry
+                .file_type()
+                .map_err(|e| ToolError::new(format!("{}: {e}", entry.path().display())))?;
+            let path = entry.path();
+            if ft.is_dir() {
+                stack.push(path);
+            } else if ft.is_file() {
+                let rel = path
+                    .strip_prefix(src)
+                    .map(|r| r.to_string_lossy().replace('\\', "/"))
+                    .unwrap_or_default();
+                out.push((path, rel));
+            }
+            if out.len() > MAX_FILES {
+                return Err(ToolError::new(format!(
+                    "{} holds more than {MAX_FILES} files; upload a smaller folder.",
+                    src.display()
+                )));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(out)
+}
+
+async fn upload_to_volume(
+    state: Arc<AppState>,
+    args: UploadArgs,
+    call: Call,
+) -> ToolResult<UploadOut> {
+    let overwrite = args.overwrite.unwrap_or(false);
+    if overwrite && state.policy.disable_destructive {
+        return Err(ToolError::new(
+            "`overwrite: true` replaces files on the volume, and this server runs with --disable-destructive; upload to a new remote_dir instead.",
+        ));
+    }
+    let scope = owner::scope(
+        args.team_id.as_deref(),
+        args.personal,
+        state.policy.allowed_teams.as_deref(),
+    )?;
+    let src = state
+        .workspace()?
+        .resolve_existing(&args.local_path)
+        .map_err(|e| ToolError::new(format!("local_path: {e}")))?;
+    let default_name = src
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let remote_dir = remote_dir_of(
+        args.remote_dir
+            .as_deref()
+            .unwrap_or(&format!("datasets/{default_name}")),
+    )?;
+    let plan = {
+        let src = src.clone();
+        tokio::task::spawn_blocking(move || upload_plan(&src))
+            .await
+            .map_err(|e| ToolError::new(format!("cannot walk local_path: {e}")))??
+    };
+    if plan.is_empty() {
+        return Err(ToolError::new(format!("{} holds no files to upload.", src.display())));
+    }
+    let platform = state.platform()?;
+    // Reads (what exists already) go through a get route, as the CLI plans a put.
+    let reads = match platform
+        .open_volume_transfer(&args.volume, TransferMode::Get, &remote_dir, &scope)
+        .await
+        .map_err(|e| transfer_error(&format!("open a transfer on volume {}", args.volume), e))?
+    {
+        RouteKind::S3(s) => s,
+        RouteKind::SessionOnly { .. } => {
+            return Err(ssh_only(&args.volume, &format!("{remote_dir}/"), &src, true));
+        }
+    };
+    let existing: Vec<String> = reads
+        .list(&remote_dir)
+        .await
+        .map_err(|e| transfer_error(&format!("list {remote_dir} on volume {}", args.volume), e))?
+        .into_iter()
+        .map(|o| o.path)
+        .collect();
+    let clashes: Vec<String> = plan
+        .iter()
+        .map(|(_, rel)| format!("{remote_dir}/{rel}"))
+        .filter(|k| existing.contains(k))
+        .collect();
+    if !clashes.is_empty() && !overwrite {
+        return Err(ToolError::new(format!(
+            "{} file(s) already exist under {remote_dir}/ on volume {} (e.g. {}); pass `overwrite: true` to replace them, or choose another remote_dir.",
+            clashes.len(),
+            args.volume,
+            clashes[0]
+        )));
+    }
+    let writes = match platform
+        .open_volume_transfer(&args.volume, TransferMode::Put, &remote_dir, &scope)
+        .await
+        .map_err(|e| transfer_error(&format!("open an upload to volume {}", args.volume), e))?
+    {
+        RouteKind::S3(s) => s,
+        RouteKind::SessionOnly { .. } => {
+            return Err(ssh_only(&args.volume, &format!("{remote_dir}/"), &src, true));
+        }
+    };
+    let total: u64 = plan
+        .iter()
+        .filter_map(|(p, _)| std::fs::metadata(p).ok().map(|m| m.len()))
+        .sum();
+    let mut done = 0u64;
+    let mut files = Vec::new();
+    let mut result: Result<(), ToolError> = Ok(());
+    for (path, rel) in &plan {
+        if call.ctx.ct.is_cancelled() {
+            result = Err(ToolError::new(
+                "The upload was cancelled; files sent so far stay on the volume. Call again with `overwrite: true` to finish it.",
+            ));
+            break;
+        }
+        let key = format!("{remote_dir}/{rel}");
+        match writes.upload(path, &key).await {
+            Ok(n) => {
+                done += n;
+                if files.len() < MAX_LISTED {
+                    files.push(UploadedFile {
+                        replaced: existing.contains(&key),
+                        path: key,
+                        bytes: n,
+                    });
+                }
+                notify(&call, done, total, format!("{done} of {total} bytes")).await;
+            }
+            Err(e) => {
+                result = Err(transfer_error(&format!("upload {rel} to volume {}", args.volume), e));
+                break;
+            }
+        }
+    }
+    // The lease is released however the upload ended (it would expire on its own).
+    if let Err(e) = writes.release().await {
+        tracing::debug!("upload lease not released: {e}");
+    }
+    result?;
+    let out = UploadOut {
+        volume: args.volume.clone(),
+        remote_dir: format!("{remote_dir}/"),
+        files_total: plan.len(),
+        bytes: done,
+        files,
+        data_name: format!("/volume/{remote_dir}"),
+        note: format!(
+            "In the SFT config set `volume = \"{}\"` and `[data] name = \"/volume/{remote_dir}\"`; the volume is mounted at /volume.",
+            args.volume
+        ),
+    };
+    Ok(Outcome::done(
+        format!(
+            "Uploaded {} file(s), {} bytes, to {}:{}/ — use data.name = \"/volume/{}\"",
+            out.files_total, out.bytes, args.volume, remote_dir, remote_dir
+        ),
+        out,
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// run_report
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunReportArgs {
+    pub run_id: String,
+    /// Workspace directory fetch_checkpoint wrote into (its `dest_dir`), to say what is local.
+    pub checkpoints_dir: Option<String>,
+    /// Workspace directory fetch_traces wrote into, to say which traces are local.
+    pub traces_dir: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReportCheckpoint {
+    pub step: i64,
+    pub status: String,
+    pub size_bytes: Option<u64>,
+    /// Directory on the run's volume.
+    pub volume_path: String,
+    pub storage_url: String,
+    /// Where it was fetched to, when it is complete under `checkpoints_dir`.
+    pub local_dir: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReportTraces {
+    /// Train traces on the traces service (counted up to 2,000).
+    pub count: usize,
+    pub count_is_lower_bound: bool,
+    /// Of those, files present in `traces_dir`.
+    pub local: usize,
+    pub local_dir: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReportUsage {
+    pub training_tokens: Option<u64>,
+    pub inference_tokens: Option<u64>,
+    pub total_tokens: Option<u64>,
+    pub training_cost_usd: Option<f64>,
+    pub inference_cost_usd: Option<f64>,
+    pub total_cost_usd: Option<f64>,
+    pub training_per_mtok_usd: Option<f64>,
+    pub inference_input_per_mtok_usd: Option<f64>,
+    pub inference_output_per_mtok_usd: Option<f64>,
+    /// Total cost over the running time (derived here, not a platform figure).
+    pub cost_per_hour_usd: Option<f64>,
+    pub record_count: Option<u64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunReport {
+    pub run_id: String,
+    pub name: Option<String>,
+    pub dashboard_url: String,
+    pub status: String,
+    pub terminal: bool,
+    /// completed, failed: <reason>, stopped, paused, or still <status>.
+    pub outcome: String,
+    pub completed_steps: Option<i64>,
+    pub max_steps: Option<i64>,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub duration_s: Option<f64>,
+    pub volume: Option<String>,
+    /// Where the run's outputs are on its volume.
+    pub volume_run_dir: Option<String>,
+    pub usage: Option<ReportUsage>,
+    /// Why usage is missing, if it is.
+    pub usage_note: Option<String>,
+    pub checkpoints: Vec<ReportCheckpoint>,
+    /// No checkpoint is PENDING or UPLOADING.
+    pub outputs_synced: bool,
+    pub traces: ReportTraces,
+    pub wandb_entity: Option<String>,
+    pub wandb_project: Option<String>,
+    pub wandb_run_name: Option<String>,
+    /// Tool calls that would fetch what is not local yet.
+    pub next_calls: Vec<String>,
+}
+
+async fn run_report(
+    state: Arc<AppState>,
+    args: RunReportArgs,
+    _call: Call,
+) -> ToolResult<RunReport> {
+    let report = build_report(&state, &args.run_id, args.checkpoints_dir.as_deref(), args.traces_dir.as_deref()).await?;
+    Ok(Outcome::done(report_summary(&report), report))
+}
+
+/// The one-line summary of a report.
+pub fn report_summary(r: &RunReport) -> String {
+    let local = r.checkpoints.iter().filter(|c| c.local_dir.is_some()).count();
+    format!(
+        "Run {} {}: {} of {} steps, {} checkpoint(s) ({} local), {} trace(s){}",
+        r.run_id,
+        r.outcome,
+        r.completed_steps.map_or("?".into(), |s| s.to_string()),
+        r.max_steps.map_or("?".into(), |s| s.to_string()),
+        r.checkpoints.len(),
+        local,
+        r.traces.count,
+        r.usage
+            .as_ref()
+            .and_then(|u| u.total_cost_usd)
+            .map(|c| format!(", ${c:.2}"))
+            .unwrap_or_default()
+    )
+}
+
+fn parse_time(s: Option<&str>) -> Option<chrono::DateTime<chrono::Utc>> {
+    s.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .map(|d| d.with_timezone(&chrono::Utc))
+}
+
+fn outcome(run: &RlRun) -> String {
+    match run.status.to_ascii_uppercase().as_str() {
+        "COMPLETED" => "completed".into(),
+        "FAILED" => format!(
+            "failed: {}",
+            run.error_message.as_deref().unwrap_or("no reason given (get_logs shows the errors)")
+        ),
+        "STOPPED" => "stopped".into(),
+        "PAUSED" => "paused".into(),
+        other => format!("still {other}"),
+    }
+}
+
+/// A checkpoint directory fetched completely: it exists and holds no partial download.
+fn fetched_complete(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut any = false;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".part") {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// The end-of-run report (also what `stop_run` with `then_report` ends with).
+pub async fn build_report(
+    state: &AppState,
+    run_id: &str,
+    checkpoints_dir: Option<&str>,
+    traces_dir: Option<&str>,
+) -> Result<RunReport, ToolError> {
+    let run = fetch_run(state, run_id).await?;
+    let platform = state.platform()?;
+    let ws = state.workspace();
+    let resolve = |arg: Option<&str>, what: &str| -> Result<Option<PathBuf>, ToolError> {
+        match arg {
+            None => Ok(None),
+            Some(a) => ws
+                .as_ref()
+                .map_err(|e| e.clone())?
+                .resolve_for_write(a)
+                .map(Some)
+                .map_err(|e| ToolError::new(format!("{what}: {e}"))),
+        }
+    };
+    let ck_dir = resolve(checkpoints_dir, "checkpoints_dir")?;
+    let tr_dir = resolve(traces_dir, "traces_dir")?;
+
+    let progress = platform.get_progress(&run.id).await.ok();
+    let checkpoints = platform
+        .list_checkpoints(&run.id, None)
+        .await
+        .map_err(|e| platform_error(&format!("list checkpoints of run {}", run.id), &e))?
+        .checkpoints;
+    let (usage, usage_note) = match platform.get_run_usage(&run.id).await {
+        Ok(u) => (Some(u), None),
+        Err(e) => (None, Some(format!("usage unavailable: {e}"))),
+    };
+    let started = parse_time(run.started_at.as_deref());
+    let ended = if run.is_terminal() {
+        parse_time(run.completed_at.as_deref()).or_else(|| parse_time(Some(&run.updated_at)))
+    } else {
+        None
+    };
+    let duration_s = match (started, ended) {
+        (Some(s), Some(e)) => Some((e - s).num_milliseconds() as f64 / 1000.0),
+        (Some(s), None) => Some((chrono::Utc::now() - s).num_milliseconds().max(0) as f64 / 1000.0),
+        _ => None,
+    };
+    let usage = usage.map(|u| {
+        let hours = duration_s.map(|d| d / 3600.0).filter(|h| *h > 0.0);
+        ReportUsage {
+            training_tokens: u.training.as_ref().and_then(|b| b.tokens),
+            inference_tokens: u.inference.as_ref().and_then(|b| b.tokens),
+            total_tokens: u.total_tokens,
+            training_cost_usd: u.training.as_ref().and_then(|b| b.cost_usd),
+            inference_cost_usd: u.inference.as_ref().and_then(|b| b.cost_usd),
+            total_cost_usd: u.total_cost_usd,
+            training_per_mtok_usd: u.pricing.as_ref().and_then(|p| p.training_per_mtok),
+            inference_input_per_mtok_usd: u.pricing.as_ref().and_then(|p| p.inference_input_per_mtok),
+            inference_output_per_mtok_usd: u.pricing.as_ref().and_then(|p| p.inference_output_per_mtok),
+            cost_per_hour_usd: match (u.total_cost_usd, hours) {
+                (Some(c), Some(h)) => Some((c / h * 100.0).round() / 100.0),
+                _ => None,
+            },
+            record_count: u.record_count,
+        }
+    });
+
+    let mut next_calls = Vec::new();
+    let ck_arg = checkpoints_dir
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("checkpoints/{}", run.id));
+    let report_cks: Vec<ReportCheckpoint> = checkpoints
+        .iter()
+        .map(|c| {
+            let local = ck_dir
+                .as_ref()
+                .map(|d| d.join(format!("step_{}", c.step)))
+                .filter(|d| fetched_complete(d));
+            ReportCheckpoint {
+                step: c.step,
+                status: c.status.clone(),
+                size_bytes: c.size_bytes,
+                volume_path: checkpoint_volume_dir(&run.id, c),
+                storage_url: c.storage_url.clone(),
+                local_dir: local.map(|d| d.display().to_string()),
+            }
+        })
+        .collect();
+    if run.volume_name.is_some()
+        && let Some(latest) = report_cks
+            .iter()
+            .filter(|c| c.status == "READY")
+            .max_by_key(|c| c.step)
+        && latest.local_dir.is_none()
+    {
+        next_calls.push(format!(
+            "fetch_checkpoint {}",
+            serde_json::json!({"run_id": run.id, "step": latest.step, "dest_dir": ck_arg})
+        ));
+    }
+    let outputs_synced = checkpoints
+        .iter()
+        .all(|c| matches!(c.status.as_str(), "READY" | "FAILED"));
+
+    let traces = count_traces(state, &run.id, tr_dir.as_deref()).await;
+    if traces.count > traces.local {
+        next_calls.push(format!(
+            "fetch_traces {}",
+            serde_json::json!({"run_id": run.id, "dest_dir": traces_dir.map(str::to_string).unwrap_or_else(|| format!("traces/{}", run.id))})
+        ));
+    }
+    Ok(RunReport {
+        dashboard_url: platform.settings().run_dashboard_url(&run.id),
+        run_id: run.id.clone(),
+        name: run.name.clone(),
+        status: run.status.clone(),
+        terminal: run.is_terminal(),
+        outcome: outcome(&run),
+        completed_steps: progress.and_then(|p| p.latest_step),
+        max_steps: run.max_steps,
+        started_at: run.started_at.clone(),
+        ended_at: ended.map(|e| e.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        duration_s,
+        volume_run_dir: run.volume_name.as_ref().map(|_| format!("runs/{}/", run.id)),
+        volume: run.volume_name.clone(),
+        usage,
+        usage_note,
+        checkpoints: report_cks,
+        outputs_synced,
+        traces,
+        wandb_entity: run.wandb_entity.clone(),
+        wandb_project: run.wandb_project.clone(),
+        wandb_run_name: run.wandb_run_name.clone(),
+        next_calls,
+    })
+}
+
+async fn count_traces(state: &AppState, run_id: &str, dir: Option<&Path>) -> ReportTraces {
+    let mut out = ReportTraces {
+        count: 0,
+        count_is_lower_bound: false,
+        local: 0,
+        local_dir: dir.map(|d| d.display().to_string()),
+    };
+    let Ok(platform) = state.platform() else {
+        return out;
+    };
+    let traces = platform.traces();
+    let mut cursor = None;
+    for page_no in 0..TRACE_COUNT_PAGES {
+        let page = traces
+            .list_traces(&TracesQuery {
+                limit: 100,
+                run_id: Some(run_id.to_string()),
+                cursor: cursor.take(),
+                ..TracesQuery::default()
+            })
+            .await;
+        let page = match page {
+            Ok(p) => p,
+            Err(PlatformError::NotFound { .. }) => break,
+            Err(e) => {
+                tracing::debug!("trace count stopped: {e}");
+                out.count_is_lower_bound = true;
+                break;
+            }
+        };
+        out.count += page.items.len();
+        if let Some(d) = dir {
+            out.local += page
+                .items
+                .iter()
+                .filter(|t| d.join(format!("{}.json", t.trace_id)).is_file())
+                .count();
+        }
+        match page.next_cursor {
+            Some(c) if page_no + 1 < TRACE_COUNT_PAGES => cursor = Some(c),
+            Some(_) => out.count_is_lower_bound = true,
+            None => break,
+        }
+    }
+    out
+}
+
+/// For `stop_run` with `then_report`: wait (bounded) until the run is terminal and none of its
+/// checkpoints is PENDING or UPLOADING — the API has no "synced" flag — then build the report.
+/// If the budget runs out first, the report says `outputs_synced: false`.
+pub async fn report_when_synced(
+    state: &AppState,
+    run_id: &str,
+    budget: Duration,
+) -> Result<RunReport, ToolError> {
+    let deadline = tokio::time::Instant::now() + budget;
+    loop {
+        let report = build_report(state, run_id, None, None).await?;
+        if (report.terminal && report.outputs_synced) || tokio::time::Instant::now() >= deadline {
+            return Ok(report);
+        }
+        let wait = state.limits.stop_poll.min(deadline - tokio::time::Instant::now());
+        tokio::time::sleep(wait).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ck(step: i64, url: &str) -> Checkpoint {
+        Checkpoint {
+            id: "c".into(),
+            rft_run_id: "r1".into(),
+            step,
+            storage_url: url.into(),
+            status: "READY".into(),
+            size_bytes: None,
+            created_at: "2026-01-01T00:00:00Z".into(),
+            uploaded_at: None,
+        }
+    }
+
+    #[test]
+    fn checkpoint_dirs_come_from_the_storage_url_when_it_names_runs() {
+        assert_eq!(
+            checkpoint_volume_dir("r1", &ck(5, "s3://b/vol/runs/r1/checkpoints/step_5")),
+            "runs/r1/checkpoints/step_5/"
+        );
+        assert_eq!(
+            checkpoint_volume_dir("r1", &ck(7, "s3://elsewhere/x")),
+            "runs/r1/checkpoints/step_7/"
+        );
+    }
+
+    #[test]
+    fn remote_dirs_refuse_the_root_runs_and_climbing() {
+        assert_eq!(remote_dir_of("datasets/my-data/").unwrap(), "datasets/my-data");
+        assert!(remote_dir_of("/").is_err());
+        assert!(remote_dir_of("runs/x").is_err());
+        assert!(remote_dir_of("datasets/../runs").is_err());
+        assert!(remote_dir_of("data sets").is_err());
+    }
+
+    #[test]
+    fn relative_paths_from_the_store_cannot_escape() {
+        assert!(safe_relative("../x").is_none());
+        assert!(safe_relative("a//b").is_none());
+        assert_eq!(safe_relative("a/b").unwrap(), PathBuf::from("a/b"));
+    }
+}

@@ -1,0 +1,230 @@
+//! The guard's sweep (`factory-mcp guard`): over the caller's own active runs, enforce the
+//! policy's `[guard]` stop conditions (wall-clock hours, cost so far), the step budget of runs
+//! we launched, and `max_active_cost_per_hour_usd` (newest runs first). Elapsed time is measured
+//! on the platform's clock (its `Date` header), so a skewed local clock cannot trigger it.
+//! Every action is audited with its reason; the audit log is also the guard's memory across
+//! restarts, so a run it already acted on is not acted on twice.
+
+use chrono::{DateTime, Utc};
+use factory_platform::{ListRunsQuery, PlatformClient, TeamScope, wire::runs::RlRun};
+use factory_policies::{GuardAction, launch, store::DispatchState};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::{
+    launch::{active_spend, audit},
+    reply::ToolError,
+    state::{AppState, platform_error},
+};
+
+/// One run the guard would act, or acted, on.
+#[derive(Debug, Clone, Serialize)]
+pub struct GuardFinding {
+    pub run_id: String,
+    pub name: Option<String>,
+    pub status: String,
+    pub reason: String,
+    /// `stop` or `pause`.
+    pub action: String,
+    /// What happened: `acted`, `would_act` (dry run), `already_acted` (an earlier sweep did),
+    /// or `failed: …`.
+    pub outcome: String,
+}
+
+/// What one sweep saw and did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    pub owner: String,
+    pub platform_time: String,
+    pub active_runs: usize,
+    pub active_rate_per_hour_usd: f64,
+    pub findings: Vec<GuardFinding>,
+    pub dry_run: bool,
+}
+
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s).ok().map(|d| d.with_timezone(&Utc))
+}
+
+/// The caller's own runs (never another user's, even in a shared team).
+async fn my_runs(platform: &PlatformClient, team: &Option<String>, me: Option<&str>) -> Result<Vec<RlRun>, ToolError> {
+    let mut out = Vec::new();
+    for page in 1..=5u32 {
+        let p = platform
+            .list_runs(&ListRunsQuery {
+                page,
+                limit: 100,
+                team: match team {
+                    Some(t) => TeamScope::Team(t.clone()),
+                    None => TeamScope::Personal,
+                },
+                mine: true,
+            })
+            .await
+            .map_err(|e| platform_error("list your runs", &e))?;
+        let n = p.runs.len();
+        out.extend(p.runs);
+        if n < 100 || p.total_pages.is_some_and(|tp| u64::from(page) >= tp) {
+            break;
+        }
+    }
+    if let Some(me) = me {
+        out.retain(|r| r.user_id == me);
+    }
+    Ok(out)
+}
+
+/// One sweep. With `dry_run`, report what would be done and change nothing.
+pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolError> {
+    let platform = state.platform()?;
+    let team = platform.active_team_id().map(str::to_owned);
+    let me = platform.whoami().await.map_err(|e| platform_error("read the current user", &e))?.id;
+    let runs = my_runs(platform, &team, me.as_deref()).await?;
+    let now = platform.server_time().unwrap_or_else(Utc::now);
+    let models = platform
+        .available_models(&match &team {
+            Some(t) => TeamScope::Team(t.clone()),
+            None => TeamScope::Personal,
+        })
+        .await
+        .map_err(|e| platform_error("list models for rates", &e))?;
+    let active = active_spend(state, &runs, &models);
+    let g = &state.policy.guard;
+    let action = g.action;
+
+    // Step budgets declared by the runs we launched.
+    let budgets: Vec<(String, i64)> = state
+        .store()
+        .ok()
+        .and_then(|s| s.dispatched_runs().ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|d| match d.state {
+            DispatchState::Dispatched { run_id, details } => details
+                .get("max_steps")
+                .and_then(Value::as_i64)
+                .map(|m| (run_id, m)),
+            _ => None,
+        })
+        .collect();
+
+    let mut flagged: Vec<(String, String)> = Vec::new();
+    for a in &active {
+        let Some(run) = runs.iter().find(|r| r.id == a.id) else { continue };
+        let started = run
+            .started_at
+            .as_deref()
+            .and_then(parse_time)
+            .or_else(|| parse_time(&run.created_at));
+        let hours = started.map(|s| ((now - s).num_milliseconds().max(0) as f64) / 3_600_000.0);
+        if let (Some(max), Some(h)) = (g.max_wall_clock_hours, hours)
+            && h > max
+        {
+            flagged.push((a.id.clone(), format!("ran {h:.2} h; guard.max_wall_clock_hours is {max}")));
+            continue;
+        }
+        if let (Some(max), Some(h), Some(rate)) = (g.max_run_cost_usd, hours, a.rate_per_hour_usd) {
+            let cost = rate * h;
+            if cost > max {
+                flagged.push((
+                    a.id.clone(),
+                    format!(
+                        "cost so far ${cost:.2} ({}${rate:.2}/h × {h:.2} h); guard.max_run_cost_usd is ${max:.2}",
+                        if a.estimated { "estimated " } else { "" }
+                    ),
+                ));
+                continue;
+            }
+        }
+        if let Some((_, budget)) = budgets.iter().find(|(id, _)| id == &a.id)
+            && let Ok(p) = platform.get_progress(&a.id).await
+            && let Some(step) = p.latest_step
+            && step > *budget
+        {
+            flagged.push((a.id.clone(), format!("at step {step}, past its declared max_steps {budget}")));
+        }
+    }
+    // The active hourly cap: stop the newest runs first until the rest fit.
+    if let Some(cap) = state.policy.max_active_cost_per_hour_usd {
+        let mut remaining: Vec<&launch::ActiveRun> = active
+            .iter()
+            .filter(|a| !flagged.iter().any(|(id, _)| id == &a.id))
+            .collect();
+        remaining.sort_by_key(|a| std::cmp::Reverse(parse_time(&a.created_at)));
+        let mut total: f64 = remaining.iter().filter_map(|a| a.rate_per_hour_usd).sum();
+        for a in remaining {
+            if total <= cap {
+                break;
+            }
+            let rate = a.rate_per_hour_usd.unwrap_or(0.0);
+            flagged.push((
+                a.id.clone(),
+                format!("active runs cost ${total:.2}/h; max_active_cost_per_hour_usd is ${cap:.2} (newest run first)"),
+            ));
+            total -= rate;
+        }
+    }
+
+    let acted_before: Vec<String> = state
+        .store()
+        .ok()
+        .and_then(|s| s.audit_entries(10_000).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.event.actor == "guard" && e.event.outcome == "acted")
+        .filter_map(|e| e.event.run_id)
+        .collect();
+
+    let mut findings = Vec::new();
+    for (id, reason) in flagged {
+        let Some(run) = runs.iter().find(|r| r.id == id) else { continue };
+        // Only a RUNNING run can be paused; a queued one is stopped.
+        let act = if action == GuardAction::Pause && run.status.eq_ignore_ascii_case("RUNNING") {
+            GuardAction::Pause
+        } else {
+            GuardAction::Stop
+        };
+        let outcome = if acted_before.contains(&id) {
+            "already_acted".to_string()
+        } else if dry_run {
+            "would_act".to_string()
+        } else {
+            let result = match act {
+                GuardAction::Stop => platform.stop_run(&id).await.map(|r| r.status),
+                GuardAction::Pause => platform.pause_run(&id).await.map(|r| r.status),
+            };
+            match result {
+                Ok(status) => {
+                    if let Ok(store) = state.store() {
+                        let _ = store.audit(
+                            &factory_policies::store::AuditEvent::new("guard", act.as_str(), "acted")
+                                .run(&id)
+                                .detail(json!({"reason": reason, "status": status})),
+                        );
+                    }
+                    "acted".to_string()
+                }
+                Err(e) => {
+                    audit(state, "guard", act.as_str(), None, Some(&id), json!({"reason": reason, "error": e.to_string()}));
+                    format!("failed: {e}")
+                }
+            }
+        };
+        findings.push(GuardFinding {
+            run_id: id.clone(),
+            name: run.name.clone(),
+            status: run.status.clone(),
+            reason,
+            action: act.as_str().into(),
+            outcome,
+        });
+    }
+    Ok(SweepReport {
+        owner: team.map(|t| format!("team {t}")).unwrap_or_else(|| "personal account".into()),
+        platform_time: now.to_rfc3339(),
+        active_runs: active.len(),
+        active_rate_per_hour_usd: active.iter().filter_map(|a| a.rate_per_hour_usd).sum(),
+        findings,
+        dry_run,
+    })
+}
