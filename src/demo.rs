@@ -414,7 +414,7 @@ async fn follow(d: &mut Demo, run_id: &str, workspace: &Path) -> Result<(), Step
         "fetch_traces",
         "download the rollout traces into the workspace",
         json!({"run_id": run_id, "dest_dir": dest}),
-        true,
+        false,
         |_| vec![format!("into {}", workspace.join(dest).display())],
     )
     .await?;

@@ -340,8 +340,8 @@ async fn checkpoints_out_datasets_in_and_the_report() {
     }
 }
 
-/// The pid of the `factory-mcp serve` child of this test process.
-fn server_pids() -> Vec<u32> {
+/// The pids of the `factory-mcp serve` children of this test process working in `cwd`.
+fn server_pids(cwd: &Path) -> Vec<u32> {
     let me = std::process::id();
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -350,7 +350,9 @@ fn server_pids() -> Vec<u32> {
         // pid (comm) state ppid …
         let Some(after) = stat.rsplit_once(") ").map(|(_, a)| a) else { continue };
         let ppid: u32 = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-        if ppid == me && stat.contains("(factory-mcp)") {
+        let here = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+        let cwd = cwd.canonicalize().ok();
+        if ppid == me && stat.contains("(factory-mcp)") && here.is_some() && here == cwd {
             out.push(pid);
         }
     }
@@ -386,7 +388,7 @@ async fn a_256_mib_checkpoint_streams_to_disk_with_bounded_memory() {
     let run_id = resp.json::<Value>().await.unwrap()["runId"].as_str().unwrap().to_string();
     w.advance(60);
     let c = w.client(0, &[], Era::Modern).await;
-    let pids = server_pids();
+    let pids = server_pids(&w.workspace_path());
     assert_eq!(pids.len(), 1, "one server child: {pids:?}");
     let before = vm_hwm_kib(pids[0]);
     let f = ok(&call(&c, "fetch_checkpoint", json!({"run_id": run_id, "dest_dir": "big", "paths": ["model.safetensors"]})).await);

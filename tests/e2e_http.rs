@@ -28,6 +28,8 @@ impl Drop for HttpServer {
 }
 
 async fn start(w: &World, extra: &[&str]) -> HttpServer {
+    // This process's reqwest 0.13 (rmcp's HTTP client) needs a rustls provider.
+    factory_platform::ensure_tls_provider();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_factory-mcp"))
         .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
         .arg(w.workspace.path())

@@ -160,7 +160,7 @@ async fn b_without_elicitation_a_person_approves_in_the_terminal() {
     assert_eq!(w.sandbox.create_requests(), 1);
 
     // A refusal in the terminal means no run, now or later.
-    let p = plan(&c, json!({"config_toml": config("refused-run", 5), "team_id": TEAM})).await;
+    let p = plan(&c, json!({"config_toml": config("refused-run", 6), "team_id": TEAM})).await;
     let id = p["plan_id"].as_str().unwrap();
     let out = approve(&w, id, "n\n");
     assert!(!out.status.success());

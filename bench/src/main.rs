@@ -146,7 +146,20 @@ struct Bench {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    // Already installed is fine: only plain-HTTP loopback connections are made.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Children run in scratch directories: every path handed to them must be absolute.
+    let abs = |p: &Path| std::fs::canonicalize(p).with_context(|| format!("{} not found", p.display()));
+    args.server = abs(&args.server)?;
+    args.seed = abs(&args.seed)?;
+    args.scripts = abs(&args.scripts)?;
+    for p in [&mut args.prime, &mut args.fastmcp_python] {
+        if let Some(path) = p {
+            // Not canonicalised: a venv's python is a symlink that must keep its venv path.
+            *path = std::path::absolute(&*path)?;
+        }
+    }
     let budgets = Budgets::new(args.quick);
     let machine_before = procfs::machine();
     let sandbox = Sandbox::start(SandboxOptions {
@@ -174,12 +187,18 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
 
     let per_op = b.per_operation().await?;
-    b.overhead(&per_op).await?;
-    b.cold_start_and_fastmcp(&per_op).await?;
-    b.http_throughput().await?;
-    b.validate_config().await?;
+    // A later section that fails is reported and skipped; the others still run.
+    let r = b.overhead(&per_op).await;
+    b.note("overhead", r);
+    let r = b.cold_start_and_fastmcp(&per_op).await;
+    b.note("cold start / FastMCP", r);
+    let r = b.http_throughput().await;
+    b.note("HTTP throughput", r);
+    let r = b.validate_config().await;
+    b.note("validate_config", r);
     if !b.args.no_fetch {
-        b.fetch_traces().await?;
+        let r = b.fetch_traces().await;
+        b.note("fetch_traces", r);
     }
 
     let machine_after = procfs::machine();
@@ -216,6 +235,14 @@ struct OpFigures {
 }
 
 impl Bench {
+    fn note(&mut self, section: &str, r: anyhow::Result<()>) {
+        if let Err(e) = r {
+            eprintln!("bench: {section} failed: {e:#}");
+            self.report.push_str(&format!("\n**{section}: not measured** ({e:#})\n"));
+            self.results.insert(format!("error {section}"), json!(format!("{e:#}")));
+        }
+    }
+
     fn say(&self, what: &str) {
         eprintln!("bench: {what} (load {})", procfs::machine()["loadavg"].as_str().unwrap_or("?"));
     }

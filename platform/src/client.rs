@@ -5,6 +5,14 @@ use crate::error::PlatformError;
 use crate::http::Http;
 use crate::settings::PlatformSettings;
 
+/// Install the process-wide rustls crypto provider (ring) if none is installed yet. The S3
+/// route's HTTP stack (reqwest 0.13 without a bundled provider) needs one before any client is
+/// built, and so does every other reqwest 0.13 client in the process (e.g. an MCP HTTP client),
+/// since Cargo unifies the crate's features. Idempotent.
+pub fn ensure_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Which team a team-scoped call is made for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum TeamScope {
@@ -28,6 +36,7 @@ pub struct PlatformClient {
 impl PlatformClient {
     /// Build a client. Fails only if the TLS/HTTP stack cannot be initialised.
     pub fn new(settings: PlatformSettings) -> Result<Self, PlatformError> {
+        ensure_tls_provider();
         Ok(PlatformClient {
             http: Http::new(settings)?,
         })

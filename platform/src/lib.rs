@@ -21,7 +21,7 @@ pub mod transfer;
 pub mod volumes;
 pub mod wire;
 
-pub use client::{PlatformClient, TeamScope};
+pub use client::{PlatformClient, TeamScope, ensure_tls_provider};
 pub use credentials::{CredentialsError, resolve, resolve_from_process_env};
 pub use error::{FieldError, PlatformError};
 pub use http::{TEAM_HEADER, USER_AGENT};

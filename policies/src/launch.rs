@@ -214,17 +214,21 @@ pub struct Violation {
 /// Every policy limit the plan would break, given the owner's active runs.
 pub fn check_budgets(policy: &Policy, plan: &PlanFigures<'_>, active: &[ActiveRun]) -> Vec<Violation> {
     let mut v = Vec::new();
-    if let (Some(allowed), Some(team)) = (&policy.allowed_teams, plan.team)
-        && !allowed.iter().any(|a| a == team)
+    if let Some(allowed) = &policy.allowed_teams
+        && !policy.allows_team(plan.team)
     {
         v.push(Violation {
             key: "allowed_teams",
-            message: format!("team {team} is not in allowed_teams ({})", allowed.join(", ")),
+            message: format!(
+                "{} is not in allowed_teams ({})",
+                plan.team.map(|t| format!("team {t}")).unwrap_or_else(|| "the personal account".into()),
+                allowed.join(", ")
+            ),
         });
     }
     if let Some(allowed) = &policy.allowed_gpu_types {
         match plan.gpu_type {
-            Some(t) if allowed.iter().any(|a| a == t) => {}
+            Some(t) if policy.allows_gpu_type(t) => {}
             Some(t) => v.push(Violation {
                 key: "allowed_gpu_types",
                 message: format!("GPU type {t} is not in allowed_gpu_types ({})", allowed.join(", ")),

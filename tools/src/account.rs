@@ -40,6 +40,38 @@ pub struct WhoamiOut {
     /// True when the platform is the embedded sandbox, not the real service.
     pub sandbox: bool,
     pub policy: PolicyOut,
+    /// The owner's active runs, their hourly rates, and how far they are from the policy's limits.
+    pub spend: SpendOut,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SpendOut {
+    pub active_runs: Vec<ActiveRunOut>,
+    pub total_per_hour_usd: f64,
+    /// Some rates are estimates (GPU count × the price of the run's GPU type).
+    pub estimated: bool,
+    pub limits: Vec<LimitOut>,
+    /// Why the figures are missing or partial, if they are.
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ActiveRunOut {
+    pub id: String,
+    pub name: Option<String>,
+    pub status: String,
+    pub rate_per_hour_usd: Option<f64>,
+    pub estimated: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LimitOut {
+    /// The policy key.
+    pub key: String,
+    pub limit: f64,
+    pub used: f64,
+    /// limit − used (negative when over).
+    pub headroom: f64,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -82,6 +114,7 @@ async fn whoami(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<
         id: t.id.clone(),
         source: t.source.to_string(),
     });
+    let spend = spend(&state, platform, settings.team.as_ref().map(|t| t.id.clone())).await;
     let p = &state.policy;
     let out = WhoamiOut {
         user: UserOut {
@@ -108,6 +141,7 @@ async fn whoami(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<
             max_active_cost_per_hour_usd: p.max_active_cost_per_hour_usd,
             max_steps: p.max_steps,
         },
+        spend,
     };
     let who = out
         .user
@@ -120,10 +154,50 @@ async fn whoami(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<
         None => "personal account".into(),
     };
     let where_ = if state.sandbox { " (sandbox)" } else { "" };
-    Ok(Outcome::done(
-        format!("{who}, acting for the {owner}{where_}"),
-        out,
-    ))
+    let spend_line = format!(
+        "; {} active run(s) at ${:.2}/h{}",
+        out.spend.active_runs.len(),
+        out.spend.total_per_hour_usd,
+        if out.spend.estimated { " (partly estimated)" } else { "" }
+    );
+    Ok(Outcome::done(format!("{who}, acting for the {owner}{where_}{spend_line}"), out))
+}
+
+async fn spend(state: &AppState, platform: &factory_platform::PlatformClient, team: Option<String>) -> SpendOut {
+    let scope = crate::launch::scope_of(&team);
+    let (runs, models) = tokio::join!(
+        crate::launch::owner_runs(platform, &team, 3),
+        platform.available_models(&scope)
+    );
+    let (runs, models) = match (runs, models) {
+        (Ok(r), Ok(m)) => (r, m),
+        (Err(e), _) => return empty_spend(e.message),
+        (_, Err(e)) => return empty_spend(format!("cannot price active runs: {e}")),
+    };
+    let active = crate::launch::active_spend(state, &runs, &models);
+    let total: f64 = active.iter().filter_map(|a| a.rate_per_hour_usd).sum();
+    let mut limits = Vec::new();
+    if let Some(cap) = state.policy.max_active_cost_per_hour_usd {
+        limits.push(LimitOut { key: "max_active_cost_per_hour_usd".into(), limit: cap, used: total, headroom: cap - total });
+    }
+    if let Some(cap) = state.policy.max_active_runs {
+        let used = active.len() as f64;
+        limits.push(LimitOut { key: "max_active_runs".into(), limit: f64::from(cap), used, headroom: f64::from(cap) - used });
+    }
+    SpendOut {
+        estimated: active.iter().any(|a| a.estimated),
+        active_runs: active
+            .into_iter()
+            .map(|a| ActiveRunOut { id: a.id, name: a.name, status: a.status, rate_per_hour_usd: a.rate_per_hour_usd, estimated: a.estimated })
+            .collect(),
+        total_per_hour_usd: (total * 100.0).round() / 100.0,
+        limits,
+        note: None,
+    }
+}
+
+fn empty_spend(note: String) -> SpendOut {
+    SpendOut { active_runs: Vec::new(), total_per_hour_usd: 0.0, estimated: false, limits: Vec::new(), note: Some(note) }
 }
 
 #[derive(Debug, Serialize, JsonSchema)]

@@ -76,9 +76,7 @@ pub struct ListVolumesArgs {
 pub struct VolumeItem {
     pub name: String,
     pub size: Option<String>,
-    /// Wire status (RUNNING, PENDING, TERMINATING, TOMBSTONED, FAILED…).
     pub status: String,
-    /// As the CLI shows it (RUNNING is CREATED).
     pub status_label: String,
     pub cluster_id: String,
     pub created_by: Option<String>,
@@ -160,15 +158,11 @@ pub struct FetchCheckpointArgs {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct FetchedCheckpointFile {
-    /// Path relative to the checkpoint directory.
     pub path: String,
     pub local_path: String,
     pub bytes: u64,
-    /// Already complete on disk, not downloaded again.
     pub skipped: bool,
-    /// Bytes kept from an earlier, interrupted call.
     pub resumed_from: u64,
-    /// Interruptions recovered during this call.
     pub recovered: u32,
 }
 
@@ -177,23 +171,17 @@ pub struct FetchCheckpointOut {
     pub run_id: String,
     pub step: i64,
     pub volume: String,
-    /// Where the files are on the volume.
     pub volume_path: String,
     pub local_dir: String,
     pub files_total: usize,
     pub downloaded: usize,
     pub skipped: usize,
     pub bytes: u64,
-    /// Bytes received by this call.
     pub received: u64,
     pub seconds: f64,
-    /// Receive rate of this call (MB/s, 10^6 bytes).
     pub mb_per_s: f64,
-    /// Times the short-lived transfer credentials were fetched again.
     pub credential_refreshes: u32,
-    /// Up to 200 of the files.
     pub files: Vec<FetchedCheckpointFile>,
-    /// The call was cancelled; calling again resumes where it stopped.
     pub cancelled: bool,
 }
 
@@ -500,7 +488,6 @@ pub struct UploadArgs {
 pub struct UploadedFile {
     pub path: String,
     pub bytes: u64,
-    /// It existed and was replaced.
     pub replaced: bool,
 }
 
@@ -510,9 +497,7 @@ pub struct UploadOut {
     pub remote_dir: String,
     pub files_total: usize,
     pub bytes: u64,
-    /// Up to 200 of the files.
     pub files: Vec<UploadedFile>,
-    /// What to put in the SFT config's `[data] name` (with `volume` set to this volume).
     pub data_name: String,
     pub note: String,
 }
@@ -753,19 +738,15 @@ pub struct ReportCheckpoint {
     pub step: i64,
     pub status: String,
     pub size_bytes: Option<u64>,
-    /// Directory on the run's volume.
     pub volume_path: String,
     pub storage_url: String,
-    /// Where it was fetched to, when it is complete under `checkpoints_dir`.
     pub local_dir: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ReportTraces {
-    /// Train traces on the traces service (counted up to 2,000).
     pub count: usize,
     pub count_is_lower_bound: bool,
-    /// Of those, files present in `traces_dir`.
     pub local: usize,
     pub local_dir: Option<String>,
 }
@@ -778,12 +759,7 @@ pub struct ReportUsage {
     pub training_cost_usd: Option<f64>,
     pub inference_cost_usd: Option<f64>,
     pub total_cost_usd: Option<f64>,
-    pub training_per_mtok_usd: Option<f64>,
-    pub inference_input_per_mtok_usd: Option<f64>,
-    pub inference_output_per_mtok_usd: Option<f64>,
-    /// Total cost over the running time (derived here, not a platform figure).
     pub cost_per_hour_usd: Option<f64>,
-    pub record_count: Option<u64>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -793,7 +769,6 @@ pub struct RunReport {
     pub dashboard_url: String,
     pub status: String,
     pub terminal: bool,
-    /// completed, failed: <reason>, stopped, paused, or still <status>.
     pub outcome: String,
     pub completed_steps: Option<i64>,
     pub max_steps: Option<i64>,
@@ -801,19 +776,14 @@ pub struct RunReport {
     pub ended_at: Option<String>,
     pub duration_s: Option<f64>,
     pub volume: Option<String>,
-    /// Where the run's outputs are on its volume.
     pub volume_run_dir: Option<String>,
     pub usage: Option<ReportUsage>,
-    /// Why usage is missing, if it is.
     pub usage_note: Option<String>,
     pub checkpoints: Vec<ReportCheckpoint>,
-    /// No checkpoint is PENDING or UPLOADING.
     pub outputs_synced: bool,
     pub traces: ReportTraces,
-    pub wandb_entity: Option<String>,
     pub wandb_project: Option<String>,
     pub wandb_run_name: Option<String>,
-    /// Tool calls that would fetch what is not local yet.
     pub next_calls: Vec<String>,
 }
 
@@ -934,14 +904,10 @@ pub async fn build_report(
             training_cost_usd: u.training.as_ref().and_then(|b| b.cost_usd),
             inference_cost_usd: u.inference.as_ref().and_then(|b| b.cost_usd),
             total_cost_usd: u.total_cost_usd,
-            training_per_mtok_usd: u.pricing.as_ref().and_then(|p| p.training_per_mtok),
-            inference_input_per_mtok_usd: u.pricing.as_ref().and_then(|p| p.inference_input_per_mtok),
-            inference_output_per_mtok_usd: u.pricing.as_ref().and_then(|p| p.inference_output_per_mtok),
             cost_per_hour_usd: match (u.total_cost_usd, hours) {
                 (Some(c), Some(h)) => Some((c / h * 100.0).round() / 100.0),
                 _ => None,
             },
-            record_count: u.record_count,
         }
     });
 
@@ -982,7 +948,7 @@ pub async fn build_report(
         .iter()
         .all(|c| matches!(c.status.as_str(), "READY" | "FAILED"));
 
-    let traces = count_traces(state, &run.id, tr_dir.as_deref()).await;
+    let traces = count_traces(state, &run, tr_dir.as_deref()).await;
     if traces.count > traces.local {
         next_calls.push(format!(
             "fetch_traces {}",
@@ -1008,14 +974,14 @@ pub async fn build_report(
         checkpoints: report_cks,
         outputs_synced,
         traces,
-        wandb_entity: run.wandb_entity.clone(),
         wandb_project: run.wandb_project.clone(),
         wandb_run_name: run.wandb_run_name.clone(),
         next_calls,
     })
 }
 
-async fn count_traces(state: &AppState, run_id: &str, dir: Option<&Path>) -> ReportTraces {
+async fn count_traces(state: &AppState, run: &RlRun, dir: Option<&Path>) -> ReportTraces {
+    let run_id = run.id.as_str();
     let mut out = ReportTraces {
         count: 0,
         count_is_lower_bound: false,
@@ -1025,7 +991,8 @@ async fn count_traces(state: &AppState, run_id: &str, dir: Option<&Path>) -> Rep
     let Ok(platform) = state.platform() else {
         return out;
     };
-    let traces = platform.traces();
+    // The run's owner, not the active team: a team run's traces are visible under its team.
+    let traces = platform.traces_scoped(&run_scope(run));
     let mut cursor = None;
     for page_no in 0..TRACE_COUNT_PAGES {
         let page = traces

@@ -473,14 +473,12 @@ pub struct LogsOut {
     pub state: String,
     pub lines: Vec<String>,
     pub line_count: usize,
-    /// Lines were left out to stay within max_bytes: without a cursor the oldest; with one the
-    /// newest, which the next call with the returned cursor gives.
+    /// Lines left out to fit max_bytes (with a cursor: the newest, given by the next call).
     pub truncated: bool,
     pub note: Option<String>,
-    /// Pass this back (with the same component and filters) to get only lines after these.
+    /// Pass back (same filters) for only newer lines.
     pub cursor: String,
-    /// With a cursor: the tail no longer overlapped the lines seen before, so some lines may
-    /// have been missed (call more often, or with a larger tail).
+    /// With a cursor: the tail no longer overlapped, so lines may have been missed.
     pub possibly_missed: bool,
 }
 

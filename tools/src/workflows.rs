@@ -75,17 +75,12 @@ pub struct RolloutsArgs {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct RolloutsOut {
     pub run_id: String,
-    /// The step read; null when the run has no samples yet.
     pub step: Option<i64>,
-    /// Samples as the platform sends them (prompt, completion, reward, advantage, ...); long
-    /// texts are shortened.
     pub samples: Vec<Value>,
     pub count: usize,
-    /// Samples at this step in all.
     pub total: Option<u64>,
     pub page: u32,
     pub total_pages: Option<u64>,
-    /// Samples or texts were cut to stay within the answer's size bound.
     pub truncated: bool,
     pub note: Option<String>,
 }
@@ -111,8 +106,13 @@ fn shorten_strings(v: &mut Value, max: usize) -> bool {
 
 async fn get_rollouts(state: Arc<AppState>, args: RolloutsArgs, _call: Call) -> ToolResult<RolloutsOut> {
     check_id("run", &args.run_id)?;
-    let page = args.page.unwrap_or(1).max(1);
-    let limit = args.limit.unwrap_or(10).clamp(1, 50);
+    let page = args.page.unwrap_or(1);
+    let limit = args.limit.unwrap_or(10);
+    if page == 0 || !(1..=50).contains(&limit) {
+        return Err(ToolError::new(format!(
+            "`page` starts at 1 and `limit` is 1 to 50; got page {page}, limit {limit}"
+        )));
+    }
     let platform = state.platform()?;
     let step = match args.step {
         Some(s) if s < 0 => {
@@ -207,14 +207,11 @@ pub struct DistributionsArgs {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DistributionsOut {
     pub run_id: String,
-    /// The type asked for (null: the platform's default).
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub step: Option<i64>,
-    /// Histogram bins as the platform sends them (the sandbox: `start`, `end`, `count`).
     pub bins: Vec<Value>,
     pub bin_count: usize,
-    /// Sum of the bins' `count`, when they carry one.
     pub total_count: Option<u64>,
     pub truncated: bool,
 }
@@ -228,6 +225,7 @@ async fn get_distributions(
     if let Some(k) = &args.kind {
         let ok = !k.is_empty()
             && k.len() <= 64
+            && !k.contains("..")
             && k.chars().all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
         if !ok {
             return Err(ToolError::new(
@@ -300,19 +298,15 @@ pub struct WatchArgs {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct WatchOut {
     pub run_id: String,
-    /// Why the wait ended: reached, timed_out, run_failed, run_stopped (stopped or paused), or
-    /// run_ended (completed without reaching the target).
+    /// reached, timed_out, run_failed, run_stopped, or run_ended.
     pub reason: String,
-    /// What was waited for, in words.
     pub target: String,
     pub status: String,
     pub terminal: bool,
-    /// Completed steps when the wait ended (null: none known).
     pub latest_step: Option<i64>,
     pub max_steps: Option<i64>,
     pub error_message: Option<String>,
     pub waited_s: f64,
-    /// Platform requests made while waiting.
     pub requests: u32,
 }
 
@@ -583,18 +577,14 @@ pub struct DiagnoseOut {
     pub status: String,
     /// healthy, starting, queued, stalled, failed, completed, stopped, or paused.
     pub verdict: String,
-    /// Seconds since the run was created.
     pub age_s: Option<i64>,
     pub components: Vec<ComponentState>,
     pub error_message: Option<String>,
-    /// The platform's failure analysis, when it has one.
     pub failure_analysis: Option<FailureOut>,
-    /// The newest ERROR lines of each component (at most 5 each, long lines cut).
     pub recent_errors: Vec<ComponentErrors>,
     pub progress: ProgressState,
     pub latest_checkpoint: Option<CheckpointBrief>,
     pub queue: Option<QueueState>,
-    /// A notice the platform attached to the run.
     pub platform_notice: Option<String>,
     pub next_action: String,
 }
@@ -611,7 +601,6 @@ pub struct ComponentErrors {
     pub component: String,
     pub env_name: Option<String>,
     pub lines: Vec<String>,
-    /// Why the lines could not be read, if they could not.
     pub note: Option<String>,
 }
 
@@ -620,11 +609,8 @@ pub struct ProgressState {
     pub latest_step: Option<i64>,
     pub max_steps: Option<i64>,
     pub last_updated_at: Option<String>,
-    /// Seconds since the last completed step (or since the start, before the first).
     pub seconds_since_progress: Option<f64>,
-    /// The run's own pace so far: seconds per step from its start to its latest step.
     pub seconds_per_step: Option<f64>,
-    /// The wait beyond which the run counts as stalled.
     pub stall_threshold_s: Option<f64>,
     pub stalled: bool,
 }
@@ -634,7 +620,6 @@ pub struct CheckpointBrief {
     pub step: i64,
     pub status: String,
     pub storage_url: String,
-    /// The newest checkpoint that is READY, when it is not this one.
     pub latest_ready_step: Option<i64>,
 }
 
