@@ -16,9 +16,9 @@ use std::{
 use rmcp::{
     ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient,
     model::{
-        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-        ElicitResult, ElicitationAction, Implementation, NumberOrString, ProgressNotificationParam,
-        ProgressToken, ProtocolVersion, RequestMetaObject,
+        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+        ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, NumberOrString,
+        ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestMetaObject,
     },
     service::{NotificationContext, RequestContext, RunningService},
     transport::TokioChildProcess,
@@ -100,7 +100,10 @@ impl ClientHandler for DemoClient {
             ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
             _ => String::new(),
         };
-        println!("    {}", s.accent("the server asks the person at the keyboard:"));
+        println!(
+            "    {}",
+            s.accent("the server asks the person at the keyboard:")
+        );
         for line in message.lines() {
             println!("    {} {line}", s.accent("│"));
         }
@@ -111,7 +114,11 @@ impl ClientHandler for DemoClient {
         Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirm": true})))
     }
 
-    async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
         let s = self.style;
         let total = params.total.map(|t| format!(" of {t}")).unwrap_or_default();
         println!(
@@ -155,12 +162,16 @@ impl Demo {
             s.dim(&format!("— {why}"))
         );
         let Value::Object(map) = args else {
-            return Err(StepFailed(format!("{tool}: the demo built non-object arguments")));
+            return Err(StepFailed(format!(
+                "{tool}: the demo built non-object arguments"
+            )));
         };
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(map);
         if progress {
             let mut meta = RequestMetaObject::default();
-            meta.set_progress_token(ProgressToken(NumberOrString::String(format!("demo-{tool}").into())));
+            meta.set_progress_token(ProgressToken(NumberOrString::String(
+                format!("demo-{tool}").into(),
+            )));
             params.meta = Some(meta);
         }
         let started = Instant::now();
@@ -199,7 +210,8 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 
 /// Run the demo; the exit code says whether every step succeeded.
 pub async fn run(args: DemoArgs) -> ExitCode {
-    let colour = !args.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal();
+    let colour =
+        !args.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal();
     let style = Style { colour };
     match tokio::time::timeout(DEMO_LIMIT, demo(args.speed, style)).await {
         Ok(Ok(())) => {
@@ -223,10 +235,14 @@ pub async fn run(args: DemoArgs) -> ExitCode {
 
 async fn demo(speed: f64, style: Style) -> Result<(), StepFailed> {
     let s = style;
-    let scratch = tempfile::tempdir().map_err(|e| StepFailed(format!("cannot make a temporary directory: {e}")))?;
+    let scratch = tempfile::tempdir()
+        .map_err(|e| StepFailed(format!("cannot make a temporary directory: {e}")))?;
     let workspace = scratch.path().join("workspace");
     let home = scratch.path().join("home");
-    let prepare = |dir: &Path| std::fs::create_dir_all(dir).map_err(|e| StepFailed(format!("cannot create {}: {e}", dir.display())));
+    let prepare = |dir: &Path| {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StepFailed(format!("cannot create {}: {e}", dir.display())))
+    };
     prepare(&workspace.join("configs"))?;
     prepare(&home)?;
     std::fs::write(workspace.join(CONFIG_PATH), CONFIG)
@@ -243,7 +259,8 @@ async fn demo(speed: f64, style: Style) -> Result<(), StepFailed> {
 
     // The server: this very binary, as an assistant would start it, with a clean environment
     // (no credential of the person running the demo reaches it).
-    let exe = std::env::current_exe().map_err(|e| StepFailed(format!("cannot find this program: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| StepFailed(format!("cannot find this program: {e}")))?;
     let mut cmd = tokio::process::Command::new(exe);
     cmd.arg("serve")
         .arg("--sandbox")
@@ -297,17 +314,25 @@ async fn workflow(d: &mut Demo, workspace: &Path) -> Result<(), StepFailed> {
         )]
     })
     .await?;
-    d.step("list_models", "what can be trained", json!({}), false, |v| {
-        v["models"]
-            .as_array()
-            .map(|m| {
-                m.iter()
-                    .take(5)
-                    .map(|m| format!("{}", m.get("name").or(m.get("id")).unwrap_or(&Value::Null)))
-                    .collect()
-            })
-            .unwrap_or_default()
-    })
+    d.step(
+        "list_models",
+        "what can be trained",
+        json!({}),
+        false,
+        |v| {
+            v["models"]
+                .as_array()
+                .map(|m| {
+                    m.iter()
+                        .take(5)
+                        .map(|m| {
+                            format!("{}", m.get("name").or(m.get("id")).unwrap_or(&Value::Null))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        },
+    )
     .await?;
     d.step(
         "validate_config",
@@ -363,14 +388,23 @@ async fn follow(d: &mut Demo, run_id: &str, workspace: &Path) -> Result<(), Step
         &format!("wait for step {WATCH_STEP}, with progress notifications"),
         json!({"run_id": run_id, "until_step": WATCH_STEP, "timeout_s": 40}),
         true,
-        |v| vec![format!("returned because: {} ({} platform requests)", str_of(v, "reason"), v["requests"])],
+        |v| {
+            vec![format!(
+                "returned because: {} ({} platform requests)",
+                str_of(v, "reason"),
+                v["requests"]
+            )]
+        },
     )
     .await
     .and_then(|v| {
         if str_of(&v, "reason") == "reached" {
             Ok(v)
         } else {
-            Err(StepFailed(format!("watch_run returned {} instead of reaching step {WATCH_STEP}", str_of(&v, "reason"))))
+            Err(StepFailed(format!(
+                "watch_run returned {} instead of reaching step {WATCH_STEP}",
+                str_of(&v, "reason")
+            )))
         }
     })?;
     d.step(
@@ -381,7 +415,12 @@ async fn follow(d: &mut Demo, run_id: &str, workspace: &Path) -> Result<(), Step
         |v| {
             v["lines"]
                 .as_array()
-                .map(|l| l.iter().filter_map(Value::as_str).map(|x| x.chars().take(110).collect()).collect())
+                .map(|l| {
+                    l.iter()
+                        .filter_map(Value::as_str)
+                        .map(|x| x.chars().take(110).collect())
+                        .collect()
+                })
                 .unwrap_or_default()
         },
     )
@@ -423,7 +462,13 @@ async fn follow(d: &mut Demo, run_id: &str, workspace: &Path) -> Result<(), Step
         "one-call health check",
         json!({"run_id": run_id}),
         false,
-        |v| vec![format!("verdict {}: {}", str_of(v, "verdict"), str_of(v, "next_action"))],
+        |v| {
+            vec![format!(
+                "verdict {}: {}",
+                str_of(v, "verdict"),
+                str_of(v, "next_action")
+            )]
+        },
     )
     .await?;
     Ok(())

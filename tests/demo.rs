@@ -50,7 +50,12 @@ async fn the_demo_runs_every_step_green_in_under_a_minute() {
     assert!(stdout.contains("progress "), "{stdout}");
     assert!(stdout.contains("returned because: reached"), "{stdout}");
     assert!(stdout.contains("Demo complete"), "{stdout}");
-    assert!(!stdout.contains('\u{1b}'), "--no-color printed ANSI escapes");
-    assert!(!stdout.contains("pit_demo_must_not_leak") && !stderr.contains("pit_demo_must_not_leak"));
+    assert!(
+        !stdout.contains('\u{1b}'),
+        "--no-color printed ANSI escapes"
+    );
+    assert!(
+        !stdout.contains("pit_demo_must_not_leak") && !stderr.contains("pit_demo_must_not_leak")
+    );
     eprintln!("demo took {elapsed:?}");
 }

@@ -17,7 +17,14 @@ const TEAM: &str = TEAM_ALPHA_ID;
 const OBJECTS: &str = "/_sandbox/s3/sandbox-volumes/";
 
 fn plan_mode_args() -> Vec<&'static str> {
-    vec!["--confirm", "plan", "--max-cost-per-hour-usd", "1000", "--max-active-cost-per-hour-usd", "5000"]
+    vec![
+        "--confirm",
+        "plan",
+        "--max-cost-per-hour-usd",
+        "1000",
+        "--max-active-cost-per-hour-usd",
+        "5000",
+    ]
 }
 
 fn rl_config(name: &str, max_steps: u32) -> String {
@@ -126,7 +133,9 @@ fn cut_rule(times: u32) -> FaultRule {
 /// Every file under `dir`, recursively.
 fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -147,38 +156,76 @@ async fn checkpoints_out_datasets_in_and_the_report() {
 
     // Launch (plan mode) on the volume and let it run to completion.
     let p = ok(&seen
-        .call(&c, "plan_run", json!({"config_toml": rl_config("art-run", 10), "team_id": TEAM, "volume": "ckpts"}))
+        .call(
+            &c,
+            "plan_run",
+            json!({"config_toml": rl_config("art-run", 10), "team_id": TEAM, "volume": "ckpts"}),
+        )
         .await);
-    let launched = ok(&seen.call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await);
+    let launched = ok(&seen
+        .call(&c, "launch_run", json!({"plan_id": p["plan_id"]}))
+        .await);
     let run_id = launched["run_id"].as_str().expect("run id").to_string();
     run_to_completion(&w, &mut seen, &c, &run_id).await;
 
-    let vols = ok(&seen.call(&c, "list_volumes", json!({"team_id": TEAM})).await);
+    let vols = ok(&seen
+        .call(&c, "list_volumes", json!({"team_id": TEAM}))
+        .await);
     assert_eq!(vols["volumes"][0]["name"], "ckpts");
     assert_eq!(vols["volumes"][0]["status_label"], "CREATED");
     assert!(vols["volumes"][0]["created_by_name"].is_string());
 
     // The latest checkpoint, byte-identical to what the sandbox serves.
-    let f = ok(&seen.call(&c, "fetch_checkpoint", json!({"run_id": run_id, "dest_dir": "ckpt"})).await);
+    let f = ok(&seen
+        .call(
+            &c,
+            "fetch_checkpoint",
+            json!({"run_id": run_id, "dest_dir": "ckpt"}),
+        )
+        .await);
     assert_eq!(f["step"], 10, "latest READY step: {f}");
-    assert_eq!(f["volume_path"], format!("runs/{run_id}/checkpoints/step_10/"));
+    assert_eq!(
+        f["volume_path"],
+        format!("runs/{run_id}/checkpoints/step_10/")
+    );
     assert_eq!(f["downloaded"], 2);
     let local = w.workspace_path().join("ckpt/step_10");
     for name in ["model.safetensors", "trainer_state.json"] {
         let served = w
             .sandbox
-            .volume_file("ckpts", &format!("runs/{run_id}/checkpoints/step_10/{name}"))
+            .volume_file(
+                "ckpts",
+                &format!("runs/{run_id}/checkpoints/step_10/{name}"),
+            )
             .expect("served");
         let got = std::fs::read(local.join(name)).expect("fetched file");
         assert!(served.len() > 100, "{name} is not trivially small");
-        assert_eq!(sha(&got), sha(&served), "{name} differs from what the sandbox serves");
+        assert_eq!(
+            sha(&got),
+            sha(&served),
+            "{name} differs from what the sandbox serves"
+        );
     }
     // The checkpoints API's size is what is on the volume.
-    let cks = ok(&seen.call(&c, "list_checkpoints", json!({"run_id": run_id})).await);
-    let step10 = cks["checkpoints"].as_array().unwrap().iter().find(|c| c["step"] == 10).unwrap().clone();
+    let cks = ok(&seen
+        .call(&c, "list_checkpoints", json!({"run_id": run_id}))
+        .await);
+    let step10 = cks["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["step"] == 10)
+        .unwrap()
+        .clone();
     assert_eq!(step10["size_bytes"], f["bytes"], "{step10} vs {f}");
     // Calling again downloads nothing.
-    let again = ok(&seen.call(&c, "fetch_checkpoint", json!({"run_id": run_id, "dest_dir": "ckpt"})).await);
+    let again = ok(&seen
+        .call(
+            &c,
+            "fetch_checkpoint",
+            json!({"run_id": run_id, "dest_dir": "ckpt"}),
+        )
+        .await);
     assert_eq!(again["skipped"], 2);
     assert_eq!(again["received"], 0);
 
@@ -188,13 +235,25 @@ async fn checkpoints_out_datasets_in_and_the_report() {
         .call(&c, "fetch_checkpoint", json!({"run_id": run_id, "step": 5, "dest_dir": "ckpt", "paths": ["model.safetensors"]}))
         .await);
     assert_eq!(cut["files"][0]["recovered"], 1, "{cut}");
-    let served = w.sandbox.volume_file("ckpts", &format!("runs/{run_id}/checkpoints/step_5/model.safetensors")).unwrap();
-    assert_eq!(sha(&std::fs::read(w.workspace_path().join("ckpt/step_5/model.safetensors")).unwrap()), sha(&served));
+    let served = w
+        .sandbox
+        .volume_file(
+            "ckpts",
+            &format!("runs/{run_id}/checkpoints/step_5/model.safetensors"),
+        )
+        .unwrap();
+    assert_eq!(
+        sha(&std::fs::read(w.workspace_path().join("ckpt/step_5/model.safetensors")).unwrap()),
+        sha(&served)
+    );
     let ranged = w
         .sandbox
         .request_log()
         .iter()
-        .filter(|r| r.path.ends_with(&format!("{run_id}/checkpoints/step_5/model.safetensors")))
+        .filter(|r| {
+            r.path
+                .ends_with(&format!("{run_id}/checkpoints/step_5/model.safetensors"))
+        })
         .count();
     assert_eq!(ranged, 2, "one cut request, one ranged resume");
 
@@ -203,17 +262,35 @@ async fn checkpoints_out_datasets_in_and_the_report() {
     let failed = seen
         .call(&c, "fetch_checkpoint", json!({"run_id": run_id, "step": 10, "dest_dir": "ckpt2", "paths": ["model.safetensors"]}))
         .await;
-    assert!(err(&failed).contains("call again to resume"), "{}", text(&failed));
+    assert!(
+        err(&failed).contains("call again to resume"),
+        "{}",
+        text(&failed)
+    );
     let resumed = ok(&seen
         .call(&c, "fetch_checkpoint", json!({"run_id": run_id, "step": 10, "dest_dir": "ckpt2", "paths": ["model.safetensors"]}))
         .await);
     let from = resumed["files"][0]["resumed_from"].as_u64().unwrap();
     assert!(from > 0, "resumed from the partial file: {resumed}");
-    assert_eq!(resumed["received"].as_u64().unwrap() + from, resumed["bytes"].as_u64().unwrap());
-    let served10 = w.sandbox.volume_file("ckpts", &format!("runs/{run_id}/checkpoints/step_10/model.safetensors")).unwrap();
-    assert_eq!(sha(&std::fs::read(w.workspace_path().join("ckpt2/step_10/model.safetensors")).unwrap()), sha(&served10));
+    assert_eq!(
+        resumed["received"].as_u64().unwrap() + from,
+        resumed["bytes"].as_u64().unwrap()
+    );
+    let served10 = w
+        .sandbox
+        .volume_file(
+            "ckpts",
+            &format!("runs/{run_id}/checkpoints/step_10/model.safetensors"),
+        )
+        .unwrap();
+    assert_eq!(
+        sha(&std::fs::read(w.workspace_path().join("ckpt2/step_10/model.safetensors")).unwrap()),
+        sha(&served10)
+    );
     assert!(
-        !files_under(&w.workspace_path().join("ckpt2")).iter().any(|p| p.to_string_lossy().ends_with(".part")),
+        !files_under(&w.workspace_path().join("ckpt2"))
+            .iter()
+            .any(|p| p.to_string_lossy().ends_with(".part")),
         "no partial file left"
     );
 
@@ -223,14 +300,27 @@ async fn checkpoints_out_datasets_in_and_the_report() {
     expire.times = Some(1);
     w.sandbox.add_fault(expire);
     let refreshed = ok(&seen
-        .call(&c, "fetch_checkpoint", json!({"run_id": run_id, "step": 5, "dest_dir": "ckpt3"}))
+        .call(
+            &c,
+            "fetch_checkpoint",
+            json!({"run_id": run_id, "step": 5, "dest_dir": "ckpt3"}),
+        )
         .await);
-    assert!(refreshed["credential_refreshes"].as_u64().unwrap() >= 1, "{refreshed}");
+    assert!(
+        refreshed["credential_refreshes"].as_u64().unwrap() >= 1,
+        "{refreshed}"
+    );
     assert_eq!(refreshed["downloaded"], 2);
     // And so are credentials that expired on the sandbox's clock (1 h) before a list.
     w.sandbox.expire_transfer_credentials();
     let routes_before = w.sandbox.transfer_credentials().len();
-    ok(&seen.call(&c, "fetch_checkpoint", json!({"run_id": run_id, "step": 5, "dest_dir": "ckpt4"})).await);
+    ok(&seen
+        .call(
+            &c,
+            "fetch_checkpoint",
+            json!({"run_id": run_id, "step": 5, "dest_dir": "ckpt4"}),
+        )
+        .await);
     assert!(w.sandbox.transfer_credentials().len() > routes_before);
 
     // A dataset goes onto the volume; an SFT plan names it.
@@ -239,23 +329,50 @@ async fn checkpoints_out_datasets_in_and_the_report() {
     std::fs::write(w.workspace_path().join("data/train.jsonl"), &rows).unwrap();
     std::fs::write(w.workspace_path().join("data/sub/eval.jsonl"), "{}\n").unwrap();
     let up = ok(&seen
-        .call(&c, "upload_to_volume", json!({"volume": "ckpts", "local_path": "data", "team_id": TEAM}))
+        .call(
+            &c,
+            "upload_to_volume",
+            json!({"volume": "ckpts", "local_path": "data", "team_id": TEAM}),
+        )
         .await);
     assert_eq!(up["remote_dir"], "datasets/data/");
     assert_eq!(up["files_total"], 2);
     assert_eq!(up["data_name"], "/volume/datasets/data");
-    assert_eq!(w.sandbox.volume_file("ckpts", "datasets/data/train.jsonl").unwrap(), rows.as_bytes());
-    assert_eq!(w.sandbox.volume_file("ckpts", "datasets/data/sub/eval.jsonl").unwrap(), b"{}\n");
+    assert_eq!(
+        w.sandbox
+            .volume_file("ckpts", "datasets/data/train.jsonl")
+            .unwrap(),
+        rows.as_bytes()
+    );
+    assert_eq!(
+        w.sandbox
+            .volume_file("ckpts", "datasets/data/sub/eval.jsonl")
+            .unwrap(),
+        b"{}\n"
+    );
     let again = seen
-        .call(&c, "upload_to_volume", json!({"volume": "ckpts", "local_path": "data", "team_id": TEAM}))
+        .call(
+            &c,
+            "upload_to_volume",
+            json!({"volume": "ckpts", "local_path": "data", "team_id": TEAM}),
+        )
         .await;
     assert!(err(&again).contains("overwrite: true"), "{}", text(&again));
     std::fs::write(w.workspace_path().join("data/train.jsonl"), "{\"v\": 2}\n").unwrap();
     let over = ok(&seen
-        .call(&c, "upload_to_volume", json!({"volume": "ckpts", "local_path": "data", "team_id": TEAM, "overwrite": true}))
+        .call(
+            &c,
+            "upload_to_volume",
+            json!({"volume": "ckpts", "local_path": "data", "team_id": TEAM, "overwrite": true}),
+        )
         .await);
     assert_eq!(over["files"][1]["replaced"], true, "{over}");
-    assert_eq!(w.sandbox.volume_file("ckpts", "datasets/data/train.jsonl").unwrap(), b"{\"v\": 2}\n");
+    assert_eq!(
+        w.sandbox
+            .volume_file("ckpts", "datasets/data/train.jsonl")
+            .unwrap(),
+        b"{\"v\": 2}\n"
+    );
     let runs_refused = seen
         .call(&c, "upload_to_volume", json!({"volume": "ckpts", "local_path": "data", "team_id": TEAM, "remote_dir": "runs/x"}))
         .await;
@@ -266,10 +383,17 @@ async fn checkpoints_out_datasets_in_and_the_report() {
         up["data_name"].as_str().unwrap()
     );
     let sft_plan = ok(&seen
-        .call(&c, "plan_run", json!({"config_toml": sft, "team_id": TEAM, "volume": "ckpts"}))
+        .call(
+            &c,
+            "plan_run",
+            json!({"config_toml": sft, "team_id": TEAM, "volume": "ckpts"}),
+        )
         .await);
     assert_eq!(sft_plan["mode"], "sft", "{sft_plan}");
-    assert_eq!(sft_plan["request"]["config"]["data"]["name"], "/volume/datasets/data");
+    assert_eq!(
+        sft_plan["request"]["config"]["data"]["name"],
+        "/volume/datasets/data"
+    );
     assert!(
         !sft_plan["checks"].to_string().contains("local path"),
         "the uploaded dataset's name is not a local path: {}",
@@ -278,28 +402,46 @@ async fn checkpoints_out_datasets_in_and_the_report() {
 
     // The report: outcome, steps, usage, where checkpoints and traces are, what to fetch next.
     let rep = ok(&seen
-        .call(&c, "run_report", json!({"run_id": run_id, "checkpoints_dir": "ckpt"}))
+        .call(
+            &c,
+            "run_report",
+            json!({"run_id": run_id, "checkpoints_dir": "ckpt"}),
+        )
         .await);
     assert_eq!(rep["outcome"], "completed");
     assert_eq!(rep["completed_steps"], 10);
     assert_eq!(rep["max_steps"], 10);
     assert!(rep["dashboard_url"].as_str().unwrap().ends_with(&run_id));
     assert!(rep["duration_s"].as_f64().unwrap() >= 20.0, "{rep}");
-    assert!(rep["usage"]["total_cost_usd"].as_f64().unwrap() > 0.0, "{rep}");
+    assert!(
+        rep["usage"]["total_cost_usd"].as_f64().unwrap() > 0.0,
+        "{rep}"
+    );
     assert!(rep["usage"]["total_tokens"].as_u64().unwrap() > 0);
     assert_eq!(rep["outputs_synced"], true);
     assert_eq!(rep["volume_run_dir"], format!("runs/{run_id}/"));
     let cks = rep["checkpoints"].as_array().unwrap();
     assert_eq!(cks.len(), 2);
     for ck in cks {
-        assert!(ck["volume_path"].as_str().unwrap().starts_with(&format!("runs/{run_id}/checkpoints/step_")));
-        assert!(ck["local_dir"].is_string(), "both steps were fetched into ckpt/: {ck}");
+        assert!(
+            ck["volume_path"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("runs/{run_id}/checkpoints/step_"))
+        );
+        assert!(
+            ck["local_dir"].is_string(),
+            "both steps were fetched into ckpt/: {ck}"
+        );
     }
     assert!(rep["traces"]["count"].as_u64().unwrap() > 0, "{rep}");
     assert_eq!(rep["traces"]["local"], 0);
     let next = rep["next_calls"].to_string();
     assert!(next.contains("fetch_traces"), "{next}");
-    assert!(!next.contains("fetch_checkpoint"), "the latest checkpoint is local: {next}");
+    assert!(
+        !next.contains("fetch_checkpoint"),
+        "the latest checkpoint is local: {next}"
+    );
     // Without the local directory, the report says how to fetch the latest checkpoint.
     let bare = ok(&seen.call(&c, "run_report", json!({"run_id": run_id})).await);
     assert!(bare["next_calls"].to_string().contains("fetch_checkpoint"));
@@ -308,7 +450,11 @@ async fn checkpoints_out_datasets_in_and_the_report() {
     // --disable-destructive refuses an overwrite.
     let safe = w.client(0, &["--disable-destructive"], Era::Legacy).await;
     let refused = seen
-        .call(&safe, "upload_to_volume", json!({"volume": "ckpts", "local_path": "data", "team_id": TEAM, "overwrite": true}))
+        .call(
+            &safe,
+            "upload_to_volume",
+            json!({"volume": "ckpts", "local_path": "data", "team_id": TEAM, "overwrite": true}),
+        )
         .await;
     assert!(err(&refused).contains("--disable-destructive"));
     safe.cancel().await.unwrap();
@@ -318,7 +464,10 @@ async fn checkpoints_out_datasets_in_and_the_report() {
     assert!(creds.len() >= 8, "{} route calls", creds.len());
     let mut haystacks = seen.0.clone();
     haystacks.push(std::fs::read_to_string(w.stderr_path()).unwrap_or_default());
-    for f in files_under(&w.state_dir()).into_iter().chain(files_under(&w.workspace_path())) {
+    for f in files_under(&w.state_dir())
+        .into_iter()
+        .chain(files_under(&w.workspace_path()))
+    {
         haystacks.push(String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned());
     }
     use base64::Engine;
@@ -333,7 +482,10 @@ async fn checkpoints_out_datasets_in_and_the_report() {
             ];
             for h in &haystacks {
                 for form in &forms {
-                    assert!(!h.contains(form.trim_matches('"')), "a transfer credential leaked");
+                    assert!(
+                        !h.contains(form.trim_matches('"')),
+                        "a transfer credential leaked"
+                    );
                 }
             }
         }
@@ -345,11 +497,21 @@ fn server_pids(cwd: &Path) -> Vec<u32> {
     let me = std::process::id();
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
         // pid (comm) state ppid …
-        let Some(after) = stat.rsplit_once(") ").map(|(_, a)| a) else { continue };
-        let ppid: u32 = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+        let Some(after) = stat.rsplit_once(") ").map(|(_, a)| a) else {
+            continue;
+        };
+        let ppid: u32 = after
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
         let here = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
         let cwd = cwd.canonicalize().ok();
         if ppid == me && stat.contains("(factory-mcp)") && here.is_some() && here == cwd {
@@ -385,27 +547,45 @@ async fn a_256_mib_checkpoint_streams_to_disk_with_bounded_memory() {
         .send()
         .await
         .unwrap();
-    let run_id = resp.json::<Value>().await.unwrap()["runId"].as_str().unwrap().to_string();
+    let run_id = resp.json::<Value>().await.unwrap()["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     w.advance(60);
     let c = w.client(0, &[], Era::Modern).await;
     let pids = server_pids(&w.workspace_path());
     assert_eq!(pids.len(), 1, "one server child: {pids:?}");
     let before = vm_hwm_kib(pids[0]);
-    let f = ok(&call(&c, "fetch_checkpoint", json!({"run_id": run_id, "dest_dir": "big", "paths": ["model.safetensors"]})).await);
+    let f = ok(&call(
+        &c,
+        "fetch_checkpoint",
+        json!({"run_id": run_id, "dest_dir": "big", "paths": ["model.safetensors"]}),
+    )
+    .await);
     let hwm = vm_hwm_kib(pids[0]);
     let path = w.workspace_path().join("big/step_5/model.safetensors");
     let (got, n) = file_sha(&path);
     let (served, m) = w
         .sandbox
-        .volume_file_sha256("big", &format!("runs/{run_id}/checkpoints/step_5/model.safetensors"))
+        .volume_file_sha256(
+            "big",
+            &format!("runs/{run_id}/checkpoints/step_5/model.safetensors"),
+        )
         .unwrap();
     assert_eq!(n, m);
     assert!(n >= 200_000_000, "{n} bytes");
     assert_eq!(got, served, "byte-identical");
     eprintln!(
         "THROUGHPUT: {} bytes in {:.2} s = {} MB/s; server VmHWM {} KiB (before the fetch {} KiB)",
-        f["received"], f["seconds"].as_f64().unwrap(), f["mb_per_s"], hwm, before
+        f["received"],
+        f["seconds"].as_f64().unwrap(),
+        f["mb_per_s"],
+        hwm,
+        before
     );
-    assert!(hwm < 160 * 1024, "peak RSS {hwm} KiB: the file must not be held in memory");
+    assert!(
+        hwm < 160 * 1024,
+        "peak RSS {hwm} KiB: the file must not be held in memory"
+    );
     c.cancel().await.unwrap();
 }

@@ -183,3 +183,34 @@ async fn off_loopback_without_a_token_does_not_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--auth-token-file"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_real_client_without_the_token_fails_fast_instead_of_hanging() {
+    let w = World::new().await;
+    let tf = token_file(&w, TOKEN);
+    let s = start(&w, &["--auth-token-file", &tf]).await;
+    for era in ["modern", "legacy"] {
+        let transport = StreamableHttpClientTransport::from_uri(s.url.clone());
+        let attempt = async {
+            if era == "modern" {
+                PlainClient
+                    .serve_with_lifecycle(
+                        transport,
+                        ClientLifecycleMode::Discover {
+                            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                        },
+                    )
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            } else {
+                PlainClient.serve(transport).await.map(|_| ()).map_err(|e| e.to_string())
+            }
+        };
+        let outcome = tokio::time::timeout(Duration::from_secs(15), attempt)
+            .await
+            .unwrap_or_else(|_| panic!("{era}: the client hung on a 401"));
+        let e = outcome.expect_err("connecting without the token must fail");
+        assert!(e.contains("401") || e.to_lowercase().contains("unauthorized") || e.to_lowercase().contains("auth"), "{era}: {e}");
+    }
+}

@@ -15,9 +15,9 @@ use factory_sandbox::{ALICE_USER_ID, Sandbox, SandboxOptions, Seed, SeedRun, See
 use rmcp::{
     ClientHandler, RoleClient,
     model::{
-        CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams, Implementation,
-        NumberOrString, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
-        RequestMetaObject, ResourceContents,
+        CallToolRequestParams, ClientCapabilities, ClientConfig, GetPromptRequestParams,
+        Implementation, NumberOrString, ProgressNotificationParam, ProgressToken,
+        ReadResourceRequestParams, RequestMetaObject, ResourceContents,
     },
     service::NotificationContext,
 };
@@ -40,7 +40,11 @@ impl Ticker {
         Ticker(tokio::spawn(async move {
             let http = reqwest::Client::new();
             loop {
-                let _ = http.post(&url).json(&json!({"seconds": step_s})).send().await;
+                let _ = http
+                    .post(&url)
+                    .json(&json!({"seconds": step_s}))
+                    .send()
+                    .await;
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }))
@@ -53,15 +57,21 @@ impl Drop for Ticker {
     }
 }
 
+/// One progress notification: progress, total, message.
+type Progress = (f64, Option<f64>, String);
+
 /// A client that records progress notifications.
 #[derive(Clone, Default)]
 struct Recorder {
-    progress: Arc<Mutex<Vec<(f64, Option<f64>, String)>>>,
+    progress: Arc<Mutex<Vec<Progress>>>,
 }
 
 impl ClientHandler for Recorder {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("e2e-recorder", "0.0.1"))
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("e2e-recorder", "0.0.1"),
+        )
     }
     async fn on_progress(&self, p: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
         self.progress
@@ -99,7 +109,10 @@ async fn watch_run_reaches_a_step_and_reports_completed_steps_as_progress() {
     let c = connect(rec.clone(), w.transport(fast_env(&w), &[]), Era::Modern).await;
     let _tick = Ticker::start(&w, 1);
     let r = c
-        .call_tool(with_progress("watch_run", json!({"run_id": run, "until_step": 5, "timeout_s": 60})))
+        .call_tool(with_progress(
+            "watch_run",
+            json!({"run_id": run, "until_step": 5, "timeout_s": 60}),
+        ))
         .await
         .unwrap();
     let out = ok(&r);
@@ -110,9 +123,16 @@ async fn watch_run_reaches_a_step_and_reports_completed_steps_as_progress() {
     assert!(!progress.is_empty(), "no progress notification was sent");
     // Completed steps only (never 0 for "RUNNING"), strictly increasing, out of max_steps.
     for pair in progress.windows(2) {
-        assert!(pair[1].0 > pair[0].0, "progress went backwards: {progress:?}");
+        assert!(
+            pair[1].0 > pair[0].0,
+            "progress went backwards: {progress:?}"
+        );
     }
-    assert!(progress.iter().all(|(p, t, m)| *p >= 1.0 && *t == Some(20.0) && m.contains("of 20")));
+    assert!(
+        progress
+            .iter()
+            .all(|(p, t, m)| *p >= 1.0 && *t == Some(20.0) && m.contains("of 20"))
+    );
     assert!(progress.last().unwrap().0 >= 5.0);
     c.cancel().await.unwrap();
 }
@@ -124,10 +144,17 @@ async fn watch_run_says_when_it_timed_out_or_the_run_failed() {
     let c = w.client_with_env(fast_env(&w), &[], Era::Modern).await;
     // No clock movement: a queued run never gets there; the wait ends at timeout_s.
     let started = std::time::Instant::now();
-    let out = ok(&call(&c, "watch_run", json!({"run_id": queued, "until_status": "RUNNING", "timeout_s": 1})).await);
+    let out = ok(&call(
+        &c,
+        "watch_run",
+        json!({"run_id": queued, "until_status": "RUNNING", "timeout_s": 1}),
+    )
+    .await);
     assert_eq!(out["reason"], "timed_out", "{out}");
     assert_eq!(out["status"], "QUEUED");
-    assert!(started.elapsed() >= Duration::from_secs(1) && started.elapsed() < Duration::from_secs(10));
+    assert!(
+        started.elapsed() >= Duration::from_secs(1) && started.elapsed() < Duration::from_secs(10)
+    );
 
     let oom = w.create_run(0, "watch-oom", 20, None).await;
     let _tick = Ticker::start(&w, 1);
@@ -135,17 +162,32 @@ async fn watch_run_says_when_it_timed_out_or_the_run_failed() {
     let out = ok(&r);
     assert_eq!(out["reason"], "run_failed", "{out}");
     assert_eq!(out["status"], "FAILED");
-    assert!(out["error_message"].as_str().unwrap().contains("out of memory"));
+    assert!(
+        out["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("out of memory")
+    );
     assert!(text(&r).contains("diagnose_run"));
 
     // A step beyond the end: the run completes without reaching it.
     let short = w.create_run(0, "watch-short", 3, None).await;
-    let out = ok(&call(&c, "watch_run", json!({"run_id": short, "until_step": 10, "timeout_s": 60})).await);
+    let out = ok(&call(
+        &c,
+        "watch_run",
+        json!({"run_id": short, "until_step": 10, "timeout_s": 60}),
+    )
+    .await);
     assert_eq!(out["reason"], "run_ended", "{out}");
     assert_eq!(out["status"], "COMPLETED");
 
     // Contradictory or out-of-range arguments are refused with what to do.
-    let e = err(&call(&c, "watch_run", json!({"run_id": short, "until_step": 2, "until_status": "RUNNING"})).await);
+    let e = err(&call(
+        &c,
+        "watch_run",
+        json!({"run_id": short, "until_step": 2, "until_status": "RUNNING"}),
+    )
+    .await);
     assert!(e.contains("not both"), "{e}");
     let e = err(&call(&c, "watch_run", json!({"run_id": short, "timeout_s": 601})).await);
     assert!(e.contains("between 1 and 600"), "{e}");
@@ -165,12 +207,19 @@ async fn a_cancelled_watch_stops_polling_at_once() {
     .await;
     assert!(gave_up.is_err(), "the watch should still have been waiting");
     let polled = requests_for(&w, &run);
-    assert!(polled >= 3, "the watch polled only {polled} times before the cancel");
+    assert!(
+        polled >= 3,
+        "the watch polled only {polled} times before the cancel"
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let settled = requests_for(&w, &run);
     tokio::time::sleep(Duration::from_millis(700)).await;
     // At 50 ms a live watch would have made ~14 more requests in 700 ms.
-    assert_eq!(requests_for(&w, &run), settled, "the watch kept polling after the cancel");
+    assert_eq!(
+        requests_for(&w, &run),
+        settled,
+        "the watch kept polling after the cancel"
+    );
     // The server still answers.
     ok(&call(&c, "get_run", json!({"run_id": run})).await);
     c.cancel().await.unwrap();
@@ -255,11 +304,22 @@ async fn diagnose_run_tells_healthy_failed_stalled_and_queued_runs_apart() {
     assert_eq!(h["progress"]["seconds_per_step"], 2.0);
     assert_eq!(h["latest_checkpoint"]["step"], 5);
     assert!(h["next_action"].as_str().unwrap().contains("step 5 of 100"));
-    assert!(h["components"].as_array().unwrap().iter().any(|c| c["component"] == "orchestrator"));
+    assert!(
+        h["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["component"] == "orchestrator")
+    );
 
     let o = d(OOM).await;
     assert_eq!(o["verdict"], "failed", "{o:#}");
-    assert!(o["failure_analysis"]["root_cause"].as_str().unwrap().contains("memory"));
+    assert!(
+        o["failure_analysis"]["root_cause"]
+            .as_str()
+            .unwrap()
+            .contains("memory")
+    );
     let trainer = o["recent_errors"]
         .as_array()
         .unwrap()
@@ -268,8 +328,16 @@ async fn diagnose_run_tells_healthy_failed_stalled_and_queued_runs_apart() {
         .expect("trainer errors");
     let lines = trainer["lines"].as_array().unwrap();
     assert!(!lines.is_empty() && lines.len() <= 5);
-    assert!(lines.iter().any(|l| l.as_str().unwrap().contains("OutOfMemoryError")));
-    assert!(o["next_action"].as_str().unwrap().contains("GPU memory"), "{}", o["next_action"]);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("OutOfMemoryError"))
+    );
+    assert!(
+        o["next_action"].as_str().unwrap().contains("GPU memory"),
+        "{}",
+        o["next_action"]
+    );
 
     let s = d(STALLED).await;
     assert_eq!(s["verdict"], "stalled", "{s:#}");
@@ -287,7 +355,12 @@ async fn diagnose_run_tells_healthy_failed_stalled_and_queued_runs_apart() {
     assert!(q["recent_errors"].as_array().unwrap().is_empty());
     assert!(q["next_action"].as_str().unwrap().contains("watch_run"));
 
-    let e = err(&call(&c, "diagnose_run", json!({"run_id": "cnosuchrun000000000000000"})).await);
+    let e = err(&call(
+        &c,
+        "diagnose_run",
+        json!({"run_id": "cnosuchrun000000000000000"}),
+    )
+    .await);
     assert!(e.contains("not found") && e.contains("list_runs"), "{e}");
     c.cancel().await.unwrap();
 }
@@ -309,21 +382,58 @@ async fn rollouts_and_distributions_are_paged_and_bounded() {
     assert_eq!(r["step"], 4, "the latest step by default");
     assert_eq!(r["count"], 10, "10 per page by default");
     assert_eq!(r["total"], 16);
-    assert!(r["samples"].as_array().unwrap().iter().all(|s| s["step"] == 4 && s["reward"].is_number()));
-    let p2 = ok(&call(&c, "get_rollouts", json!({"run_id": run, "step": 2, "page": 2, "limit": 10})).await);
+    assert!(
+        r["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["step"] == 4 && s["reward"].is_number())
+    );
+    let p2 = ok(&call(
+        &c,
+        "get_rollouts",
+        json!({"run_id": run, "step": 2, "page": 2, "limit": 10}),
+    )
+    .await);
     assert_eq!(p2["count"], 6);
-    assert!(p2["samples"].as_array().unwrap().iter().all(|s| s["step"] == 2));
+    assert!(
+        p2["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["step"] == 2)
+    );
     let e = err(&call(&c, "get_rollouts", json!({"run_id": run, "limit": 51})).await);
     assert!(e.contains("limit") || e.contains("50"), "{e}");
 
-    let d = ok(&call(&c, "get_distributions", json!({"run_id": run, "type": "rewards", "step": 3})).await);
+    let d = ok(&call(
+        &c,
+        "get_distributions",
+        json!({"run_id": run, "type": "rewards", "step": 3}),
+    )
+    .await);
     assert_eq!(d["step"], 3);
     assert_eq!(d["bin_count"], 10);
-    let sum: u64 = d["bins"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    let sum: u64 = d["bins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
     assert_eq!(d["total_count"], sum);
-    let e = err(&call(&c, "get_distributions", json!({"run_id": run, "type": "../rewards"})).await);
+    let e = err(&call(
+        &c,
+        "get_distributions",
+        json!({"run_id": run, "type": "../rewards"}),
+    )
+    .await);
     assert!(e.contains("distribution name"), "{e}");
-    let e = err(&call(&c, "get_rollouts", json!({"run_id": "cnosuchrun000000000000000", "step": 1})).await);
+    let e = err(&call(
+        &c,
+        "get_rollouts",
+        json!({"run_id": "cnosuchrun000000000000000", "step": 1}),
+    )
+    .await);
     assert!(e.contains("not found"), "{e}");
     c.cancel().await.unwrap();
 }
@@ -331,7 +441,12 @@ async fn rollouts_and_distributions_are_paged_and_bounded() {
 // ---- the log cursor --------------------------------------------------------------------------
 
 fn lines_of(v: &Value) -> Vec<String> {
-    v["lines"].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()).collect()
+    v["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect()
 }
 
 #[tokio::test]
@@ -340,30 +455,67 @@ async fn following_logs_with_a_cursor_returns_every_line_once() {
     let run = w.create_run(0, "follow", 30, None).await;
     let c = w.client(0, &[], Era::Modern).await;
     // Not started: no lines, but a cursor to follow from.
-    let first = ok(&call(&c, "get_logs", json!({"run_id": run, "component": "trainer"})).await);
+    let first = ok(&call(
+        &c,
+        "get_logs",
+        json!({"run_id": run, "component": "trainer"}),
+    )
+    .await);
     assert_eq!(first["state"], "not_started");
     let mut cursor = first["cursor"].as_str().unwrap().to_string();
     let mut seen: Vec<String> = Vec::new();
     // The run writes while the assistant follows it, a few steps between calls.
     for advance in [6, 3, 4, 1, 0, 7, 2, 9, 30] {
         w.advance(advance);
-        let out = ok(&call(&c, "get_logs", json!({"run_id": run, "component": "trainer", "cursor": cursor})).await);
+        let out = ok(&call(
+            &c,
+            "get_logs",
+            json!({"run_id": run, "component": "trainer", "cursor": cursor}),
+        )
+        .await);
         assert_eq!(out["possibly_missed"], false);
         seen.extend(lines_of(&out));
         cursor = out["cursor"].as_str().unwrap().to_string();
     }
-    let all = ok(&call(&c, "get_logs", json!({"run_id": run, "component": "trainer", "tail": 5000})).await);
+    let all = ok(&call(
+        &c,
+        "get_logs",
+        json!({"run_id": run, "component": "trainer", "tail": 5000}),
+    )
+    .await);
     let all = lines_of(&all);
-    assert!(all.len() > 60, "the run should have logged a lot: {}", all.len());
-    assert_eq!(seen, all, "followed lines differ from the full log (duplicates or losses)");
+    assert!(
+        all.len() > 60,
+        "the run should have logged a lot: {}",
+        all.len()
+    );
+    assert_eq!(
+        seen, all,
+        "followed lines differ from the full log (duplicates or losses)"
+    );
     // Nothing new: nothing returned.
-    let idle = ok(&call(&c, "get_logs", json!({"run_id": run, "component": "trainer", "cursor": cursor})).await);
+    let idle = ok(&call(
+        &c,
+        "get_logs",
+        json!({"run_id": run, "component": "trainer", "cursor": cursor}),
+    )
+    .await);
     assert_eq!(idle["line_count"], 0);
 
     // A cursor is bound to its query.
-    let e = err(&call(&c, "get_logs", json!({"run_id": run, "component": "orchestrator", "cursor": cursor})).await);
+    let e = err(&call(
+        &c,
+        "get_logs",
+        json!({"run_id": run, "component": "orchestrator", "cursor": cursor}),
+    )
+    .await);
     assert!(e.contains("another log query"), "{e}");
-    let e = err(&call(&c, "get_logs", json!({"run_id": run, "cursor": "not-a-cursor"})).await);
+    let e = err(&call(
+        &c,
+        "get_logs",
+        json!({"run_id": run, "cursor": "not-a-cursor"}),
+    )
+    .await);
     assert!(e.contains("cursor"), "{e}");
     c.cancel().await.unwrap();
 }
@@ -374,13 +526,23 @@ async fn a_bounded_follow_continues_where_it_stopped_and_a_gap_is_reported() {
     let run = w.create_run(0, "follow-bounded", 40, None).await;
     let c = w.client(0, &[], Era::Modern).await;
     w.advance(6);
-    let out = ok(&call(&c, "get_logs", json!({"run_id": run, "component": "trainer"})).await);
+    let out = ok(&call(
+        &c,
+        "get_logs",
+        json!({"run_id": run, "component": "trainer"}),
+    )
+    .await);
     let mut seen = lines_of(&out);
     let mut cursor = out["cursor"].as_str().unwrap().to_string();
     w.advance(200); // the whole run: far more than 1 KiB of new lines
     let mut calls = 0;
     loop {
-        let out = ok(&call(&c, "get_logs", json!({"run_id": run, "component": "trainer", "cursor": cursor, "max_bytes": 1024})).await);
+        let out = ok(&call(
+            &c,
+            "get_logs",
+            json!({"run_id": run, "component": "trainer", "cursor": cursor, "max_bytes": 1024}),
+        )
+        .await);
         calls += 1;
         seen.extend(lines_of(&out));
         cursor = out["cursor"].as_str().unwrap().to_string();
@@ -389,16 +551,34 @@ async fn a_bounded_follow_continues_where_it_stopped_and_a_gap_is_reported() {
         }
         assert!(calls < 50);
     }
-    assert!(calls > 2, "1 KiB per call should take several calls, took {calls}");
-    let all = lines_of(&ok(&call(&c, "get_logs", json!({"run_id": run, "component": "trainer", "tail": 5000})).await));
+    assert!(
+        calls > 2,
+        "1 KiB per call should take several calls, took {calls}"
+    );
+    let all = lines_of(&ok(&call(
+        &c,
+        "get_logs",
+        json!({"run_id": run, "component": "trainer", "tail": 5000}),
+    )
+    .await));
     assert_eq!(seen, all);
 
     // A tail too short to overlap what was seen: the answer says lines may be missing.
     let gap_run = w.create_run(0, "follow-gap", 40, None).await;
     w.advance(8);
-    let out = ok(&call(&c, "get_logs", json!({"run_id": gap_run, "component": "trainer", "tail": 3})).await);
+    let out = ok(&call(
+        &c,
+        "get_logs",
+        json!({"run_id": gap_run, "component": "trainer", "tail": 3}),
+    )
+    .await);
     w.advance(30);
-    let r = call(&c, "get_logs", json!({"run_id": gap_run, "component": "trainer", "tail": 3, "cursor": out["cursor"]})).await;
+    let r = call(
+        &c,
+        "get_logs",
+        json!({"run_id": gap_run, "component": "trainer", "tail": 3, "cursor": out["cursor"]}),
+    )
+    .await;
     assert_eq!(ok(&r)["possibly_missed"], true);
     assert!(text(&r).contains("may have been missed"), "{}", text(&r));
     c.cancel().await.unwrap();
@@ -415,13 +595,22 @@ async fn runs_are_readable_as_resources_and_prompts_are_served() {
         let c = w.client(0, &[], era).await;
         let templates = c.list_all_resource_templates().await.unwrap();
         let uris: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
-        assert_eq!(uris, vec!["factory://runs/{run_id}", "factory://runs/{run_id}/logs"], "{era:?}");
+        assert_eq!(
+            uris,
+            vec!["factory://runs/{run_id}", "factory://runs/{run_id}/logs"],
+            "{era:?}"
+        );
 
         let r = c
-            .read_resource(ReadResourceRequestParams::new(format!("factory://runs/{run}")))
+            .read_resource(ReadResourceRequestParams::new(format!(
+                "factory://runs/{run}"
+            )))
             .await
             .unwrap();
-        let ResourceContents::TextResourceContents { text, mime_type, .. } = &r.contents[0] else {
+        let ResourceContents::TextResourceContents {
+            text, mime_type, ..
+        } = &r.contents[0]
+        else {
             panic!("text contents expected");
         };
         assert_eq!(mime_type.as_deref(), Some("application/json"));
@@ -430,17 +619,26 @@ async fn runs_are_readable_as_resources_and_prompts_are_served() {
         assert_eq!(v["status"], "RUNNING");
 
         let r = c
-            .read_resource(ReadResourceRequestParams::new(format!("factory://runs/{run}/logs")))
+            .read_resource(ReadResourceRequestParams::new(format!(
+                "factory://runs/{run}/logs"
+            )))
             .await
             .unwrap();
-        let ResourceContents::TextResourceContents { text, .. } = &r.contents[0] else { panic!() };
+        let ResourceContents::TextResourceContents { text, .. } = &r.contents[0] else {
+            panic!()
+        };
         assert!(text.contains("Step 3"), "{text}");
 
         let e = c
-            .read_resource(ReadResourceRequestParams::new("factory://runs/cnosuchrun000000000000000"))
+            .read_resource(ReadResourceRequestParams::new(
+                "factory://runs/cnosuchrun000000000000000",
+            ))
             .await
             .unwrap_err();
-        assert!(e.to_string().contains("-32602") || e.to_string().contains("not found"), "{e}");
+        assert!(
+            e.to_string().contains("-32602") || e.to_string().contains("not found"),
+            "{e}"
+        );
 
         let prompts = c.list_all_prompts().await.unwrap();
         let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
@@ -457,7 +655,13 @@ async fn runs_are_readable_as_resources_and_prompts_are_served() {
     }
     // Gating applies: a read-only server offers only the prompt whose tools it serves.
     let c = w.client(0, &["--read-only"], Era::Modern).await;
-    let names: Vec<String> = c.list_all_prompts().await.unwrap().into_iter().map(|p| p.name).collect();
+    let names: Vec<String> = c
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
     assert_eq!(names, vec!["diagnose_failed_run".to_string()]);
     c.cancel().await.unwrap();
 }

@@ -23,9 +23,13 @@ fn python() -> Option<PathBuf> {
         .filter(|p| p.exists());
     match found {
         Some(p) => Some(p),
-        None if in_ci() => panic!("the Python interop venv is missing under CI (FACTORY_MCP_INTEROP_DIR)"),
+        None if in_ci() => {
+            panic!("the Python interop venv is missing under CI (FACTORY_MCP_INTEROP_DIR)")
+        }
         None => {
-            eprintln!("SKIP python resources interop: FACTORY_MCP_INTEROP_DIR/venv is missing (run scripts/setup-interop.sh, or use scripts/test.sh)");
+            eprintln!(
+                "SKIP python resources interop: FACTORY_MCP_INTEROP_DIR/venv is missing (run scripts/setup-interop.sh, or use scripts/test.sh)"
+            );
             None
         }
     }
@@ -34,7 +38,9 @@ fn python() -> Option<PathBuf> {
 #[tokio::test]
 async fn the_python_sdk_lists_and_reads_resources_and_prompts_in_both_eras() {
     let Some(python) = python() else { return };
-    let sb = Sandbox::start(SandboxOptions::manual_clock()).await.expect("sandbox");
+    let sb = Sandbox::start(SandboxOptions::manual_clock())
+        .await
+        .expect("sandbox");
     let key = sb.api_key(0).expect("seeded user");
     let resp = reqwest::Client::new()
         .post(format!("{}/api/v1/training/runs", sb.base_url()))

@@ -143,8 +143,11 @@ pub(crate) struct Http {
     pub settings: PlatformSettings,
     /// The platform's clock as its last response's `Date` header gave it, with the local
     /// instant it arrived: elapsed-time decisions use the platform's time, not ours.
-    server_clock: std::sync::Arc<std::sync::Mutex<Option<(chrono::DateTime<chrono::Utc>, std::time::Instant)>>>,
+    server_clock: std::sync::Arc<std::sync::Mutex<Option<ServerClock>>>,
 }
+
+/// The platform's `Date` and the local instant it arrived.
+type ServerClock = (chrono::DateTime<chrono::Utc>, std::time::Instant);
 
 impl Http {
     /// Build the reqwest client (rustls, connect timeout, redirects followed as httpx does).

@@ -157,7 +157,11 @@ impl PlatformClient {
             refreshes: AtomicU32::new(0),
         });
         let (endpoint, bucket, prefix) = match (&route.endpoint, &route.bucket) {
-            (Some(e), Some(b)) => (e.clone(), b.clone(), route.prefix.clone().unwrap_or_default()),
+            (Some(e), Some(b)) => (
+                e.clone(),
+                b.clone(),
+                route.prefix.clone().unwrap_or_default(),
+            ),
             _ => {
                 return Err(TransferError::Route(
                     "the transfer route answered via r2 without an endpoint or bucket".into(),
@@ -171,7 +175,9 @@ impl PlatformClient {
             .with_allow_http(endpoint.starts_with("http://"))
             .with_timeout(STORAGE_TIMEOUT)
             .with_connect_timeout(Duration::from_secs(10))
-            .with_user_agent(reqwest_s3::header::HeaderValue::from_static(crate::USER_AGENT));
+            .with_user_agent(reqwest_s3::header::HeaderValue::from_static(
+                crate::USER_AGENT,
+            ));
         let store = AmazonS3Builder::new()
             .with_endpoint(endpoint.trim_end_matches('/'))
             .with_bucket_name(&bucket)
@@ -361,10 +367,12 @@ impl CredentialProvider for RouteCredentials {
             self.refreshes.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(volume = %self.volume, "volume transfer credentials refreshed");
         }
-        st.current.clone().ok_or_else(|| object_store::Error::Generic {
-            store: "transfer-route",
-            source: "no transfer credentials".into(),
-        })
+        st.current
+            .clone()
+            .ok_or_else(|| object_store::Error::Generic {
+                store: "transfer-route",
+                source: "no transfer credentials".into(),
+            })
     }
 }
 
@@ -423,9 +431,14 @@ fn credentials_refused(e: &object_store::Error) -> bool {
         return true;
     }
     let text = e.to_string();
-    ["ExpiredToken", "InvalidAccessKeyId", "InvalidToken", "TokenRefreshRequired"]
-        .iter()
-        .any(|m| text.contains(m))
+    [
+        "ExpiredToken",
+        "InvalidAccessKeyId",
+        "InvalidToken",
+        "TokenRefreshRequired",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
 }
 
 impl S3Transfer {

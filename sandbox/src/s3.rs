@@ -27,6 +27,9 @@
 //!   volume (another is 409); `POST …/transfer/release {"leaseId"}` ends it (204). Uploaded
 //!   objects live in memory only (not in the state file) and are lost on restart.
 
+// Handlers return a ready-made error `Response` as their `Err`, as in `api`.
+#![allow(clippy::result_large_err)]
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -155,7 +158,9 @@ fn normalise(path: &str) -> Result<(Vec<String>, bool), String> {
         match p {
             ".." => {
                 if parts.pop().is_none() {
-                    return Err(format!("Invalid path '{path}': '..' climbs above the volume root"));
+                    return Err(format!(
+                        "Invalid path '{path}': '..' climbs above the volume root"
+                    ));
                 }
             }
             "" | "." => {}
@@ -187,7 +192,11 @@ pub(crate) fn issue_route(
         // (inferred) the platform refuses what the CLI refuses locally.
         let top: Vec<String> = if parts.is_empty() {
             match body.get("entries").and_then(Value::as_array) {
-                Some(e) => e.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                Some(e) => e
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
                 None => {
                     return detail(
                         StatusCode::BAD_REQUEST,
@@ -297,7 +306,10 @@ async fn release(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let team = body.get("teamId").and_then(Value::as_str).map(str::to_string);
+    let team = body
+        .get("teamId")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let volume = st.with_world(|w| {
         check_team(&w.seed, &user, team.as_deref())?;
         w.volume_in_account(&user.id, team.as_deref(), &name)
@@ -613,12 +625,7 @@ fn s3_error(status: StatusCode, code: &str, message: &str) -> Response {
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{}</Message><RequestId>sandbox</RequestId></Error>",
         xml_escape(message)
     );
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/xml")],
-        body,
-    )
-        .into_response()
+    (status, [(header::CONTENT_TYPE, "application/xml")], body).into_response()
 }
 
 /// The parts of a SigV4 `Authorization` header.
@@ -670,7 +677,10 @@ fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
         ipad[i] ^= k[i];
         opad[i] ^= k[i];
     }
-    let inner = Sha256::new().chain_update(ipad).chain_update(data).finalize();
+    let inner = Sha256::new()
+        .chain_update(ipad)
+        .chain_update(data)
+        .finalize();
     Sha256::new()
         .chain_update(opad)
         .chain_update(inner)
@@ -719,7 +729,10 @@ fn canonical_query(raw: Option<&str>) -> String {
         .filter(|p| !p.is_empty())
         .map(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (aws_encode(&percent_decode(k)), aws_encode(&percent_decode(v)))
+            (
+                aws_encode(&percent_decode(k)),
+                aws_encode(&percent_decode(v)),
+            )
         })
         .collect();
     pairs.sort();
@@ -1053,7 +1066,10 @@ async fn get_object(
             "The specified key does not exist.",
         );
     };
-    if let Some(m) = parts.headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok())
+    if let Some(m) = parts
+        .headers
+        .get(header::IF_MATCH)
+        .and_then(|v| v.to_str().ok())
         && m.trim() != "*"
         && m.trim().trim_matches('"') != o.etag.trim_matches('"')
     {
@@ -1114,7 +1130,11 @@ async fn put_object(
     if let Err(r) = authorise(&st, &parts, &key, true) {
         return r;
     }
-    if parts.query.as_deref().is_some_and(|q| q.contains("uploadId") || q.contains("partNumber")) {
+    if parts
+        .query
+        .as_deref()
+        .is_some_and(|q| q.contains("uploadId") || q.contains("partNumber"))
+    {
         return s3_error(
             StatusCode::NOT_IMPLEMENTED,
             "NotImplemented",

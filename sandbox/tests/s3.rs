@@ -47,7 +47,8 @@ async fn finished_run_on(c: &Client, sb: &factory_sandbox::SandboxHandle, volume
 }
 
 async fn route(c: &Client, volume: &str, body: Value) -> (u16, Value) {
-    c.post(&format!("/api/v1/training/volumes/{volume}/transfer"), body).await
+    c.post(&format!("/api/v1/training/volumes/{volume}/transfer"), body)
+        .await
 }
 
 #[tokio::test]
@@ -75,15 +76,28 @@ async fn the_prime_cli_gets_checkpoints_and_puts_datasets_through_it() {
     let remote = format!("runs/{run}/checkpoints/step_5/");
     let dest = out.path().join("ck");
     let got = tokio::task::spawn_blocking({
-        let mut cmd = prime(vec!["volumes".into(), "get".into(), "cli-vol".into(), remote.clone(), format!("{}/", dest.display())]);
+        let mut cmd = prime(vec![
+            "volumes".into(),
+            "get".into(),
+            "cli-vol".into(),
+            remote.clone(),
+            format!("{}/", dest.display()),
+        ]);
         move || cmd.output().unwrap()
     })
     .await
     .unwrap();
-    assert!(got.status.success(), "get failed: {}{}", String::from_utf8_lossy(&got.stdout), String::from_utf8_lossy(&got.stderr));
+    assert!(
+        got.status.success(),
+        "get failed: {}{}",
+        String::from_utf8_lossy(&got.stdout),
+        String::from_utf8_lossy(&got.stderr)
+    );
     for name in ["model.safetensors", "trainer_state.json"] {
         let local = std::fs::read(dest.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let served = sb.volume_file("cli-vol", &format!("{remote}{name}")).unwrap();
+        let served = sb
+            .volume_file("cli-vol", &format!("{remote}{name}"))
+            .unwrap();
         assert_eq!(local, served, "{name} byte-identical through boto3");
     }
 
@@ -91,15 +105,35 @@ async fn the_prime_cli_gets_checkpoints_and_puts_datasets_through_it() {
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("train.jsonl"), "{\"a\": 1}\n").unwrap();
     let put = tokio::task::spawn_blocking({
-        let mut cmd = prime(vec!["volumes".into(), "put".into(), "cli-vol".into(), data.display().to_string(), "datasets/".into()]);
+        let mut cmd = prime(vec![
+            "volumes".into(),
+            "put".into(),
+            "cli-vol".into(),
+            data.display().to_string(),
+            "datasets/".into(),
+        ]);
         move || cmd.output().unwrap()
     })
     .await
     .unwrap();
-    assert!(put.status.success(), "put failed: {}{}", String::from_utf8_lossy(&put.stdout), String::from_utf8_lossy(&put.stderr));
-    assert_eq!(sb.volume_file("cli-vol", "datasets/ds/train.jsonl").unwrap(), b"{\"a\": 1}\n");
+    assert!(
+        put.status.success(),
+        "put failed: {}{}",
+        String::from_utf8_lossy(&put.stdout),
+        String::from_utf8_lossy(&put.stderr)
+    );
+    assert_eq!(
+        sb.volume_file("cli-vol", "datasets/ds/train.jsonl")
+            .unwrap(),
+        b"{\"a\": 1}\n"
+    );
     // The put released its lease: another put route is granted at once.
-    let (s, v) = route(&c, "cli-vol", json!({"mode": "put", "path": "datasets/x", "teamId": TEAM_ALPHA_ID})).await;
+    let (s, v) = route(
+        &c,
+        "cli-vol",
+        json!({"mode": "put", "path": "datasets/x", "teamId": TEAM_ALPHA_ID}),
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
 }
 
@@ -108,12 +142,20 @@ async fn requests_without_valid_credentials_are_refused_like_s3() {
     let sb = manual().await;
     let c = Client::new(&sb, 0);
     let run = finished_run_on(&c, &sb, "vol").await;
-    let (s, r) = route(&c, "vol", json!({"mode": "get", "path": format!("runs/{run}/"), "teamId": TEAM_ALPHA_ID})).await;
+    let (s, r) = route(
+        &c,
+        "vol",
+        json!({"mode": "get", "path": format!("runs/{run}/"), "teamId": TEAM_ALPHA_ID}),
+    )
+    .await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["via"], "r2");
     assert_eq!(r["bucket"], "sandbox-volumes");
     let key = format!("{}/{}", r["endpoint"].as_str().unwrap(), "sandbox-volumes");
-    let object = format!("{key}/{}runs/{run}/config.json", r["prefix"].as_str().unwrap());
+    let object = format!(
+        "{key}/{}runs/{run}/config.json",
+        r["prefix"].as_str().unwrap()
+    );
     let http = reqwest::Client::new();
     let code = |resp: reqwest::Response| async move {
         let status = resp.status().as_u16();
@@ -178,28 +220,66 @@ async fn put_routes_refuse_run_outputs_and_keep_one_writer() {
     let sb = manual().await;
     let c = Client::new(&sb, 0);
     finished_run_on(&c, &sb, "pv").await;
-    let (s, v) = route(&c, "pv", json!({"mode": "put", "path": "runs/x/y", "teamId": TEAM_ALPHA_ID})).await;
+    let (s, v) = route(
+        &c,
+        "pv",
+        json!({"mode": "put", "path": "runs/x/y", "teamId": TEAM_ALPHA_ID}),
+    )
+    .await;
     assert_eq!(s, 400, "{v}");
     assert!(v["detail"].as_str().unwrap().contains("read-only"));
-    let (s, _) = route(&c, "pv", json!({"mode": "put", "path": "", "teamId": TEAM_ALPHA_ID})).await;
+    let (s, _) = route(
+        &c,
+        "pv",
+        json!({"mode": "put", "path": "", "teamId": TEAM_ALPHA_ID}),
+    )
+    .await;
     assert_eq!(s, 400, "a root put must list its entries");
-    let (s, first) = route(&c, "pv", json!({"mode": "put", "path": "datasets/a", "teamId": TEAM_ALPHA_ID})).await;
+    let (s, first) = route(
+        &c,
+        "pv",
+        json!({"mode": "put", "path": "datasets/a", "teamId": TEAM_ALPHA_ID}),
+    )
+    .await;
     assert_eq!(s, 200);
     let lease = first["leaseId"].as_str().unwrap().to_string();
-    let (s, _) = route(&c, "pv", json!({"mode": "put", "path": "datasets/b", "teamId": TEAM_ALPHA_ID})).await;
+    let (s, _) = route(
+        &c,
+        "pv",
+        json!({"mode": "put", "path": "datasets/b", "teamId": TEAM_ALPHA_ID}),
+    )
+    .await;
     assert_eq!(s, 409, "one writer at a time");
     // A refresh with the lease is granted and keeps it; a release frees the volume.
-    let (s, again) = route(&c, "pv", json!({"mode": "put", "path": "datasets/a", "leaseId": lease, "teamId": TEAM_ALPHA_ID})).await;
+    let (s, again) = route(
+        &c,
+        "pv",
+        json!({"mode": "put", "path": "datasets/a", "leaseId": lease, "teamId": TEAM_ALPHA_ID}),
+    )
+    .await;
     assert_eq!(s, 200);
     assert_eq!(again["leaseId"], lease.as_str());
     let (s, _) = c
-        .post("/api/v1/training/volumes/pv/transfer/release", json!({"leaseId": lease, "teamId": TEAM_ALPHA_ID}))
+        .post(
+            "/api/v1/training/volumes/pv/transfer/release",
+            json!({"leaseId": lease, "teamId": TEAM_ALPHA_ID}),
+        )
         .await;
     assert_eq!(s, 204);
-    let (s, _) = route(&c, "pv", json!({"mode": "put", "path": "datasets/b", "teamId": TEAM_ALPHA_ID})).await;
+    let (s, _) = route(
+        &c,
+        "pv",
+        json!({"mode": "put", "path": "datasets/b", "teamId": TEAM_ALPHA_ID}),
+    )
+    .await;
     assert_eq!(s, 200);
     // An unreleased lease expires after 15 minutes of sandbox time.
     advance(&sb, 901);
-    let (s, _) = route(&c, "pv", json!({"mode": "put", "path": "datasets/c", "teamId": TEAM_ALPHA_ID})).await;
+    let (s, _) = route(
+        &c,
+        "pv",
+        json!({"mode": "put", "path": "datasets/c", "teamId": TEAM_ALPHA_ID}),
+    )
+    .await;
     assert_eq!(s, 200);
 }

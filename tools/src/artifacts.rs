@@ -135,7 +135,9 @@ async fn list_volumes(
     let summary = format!(
         "{} volume(s) of {}",
         volumes.len(),
-        team_id.as_deref().map_or("the personal account".to_string(), |t| format!("team {t}"))
+        team_id
+            .as_deref()
+            .map_or("the personal account".to_string(), |t| format!("team {t}"))
     );
     Ok(Outcome::done(summary, ListVolumesOut { team_id, volumes }))
 }
@@ -294,7 +296,9 @@ async fn fetch_checkpoint(
         .map_err(|e| transfer_error(&format!("open a transfer on volume {volume}"), e))?;
     let s3 = match route {
         RouteKind::S3(s3) => s3,
-        RouteKind::SessionOnly { .. } => return Err(ssh_only(&volume, &remote_dir, &local_dir, false)),
+        RouteKind::SessionOnly { .. } => {
+            return Err(ssh_only(&volume, &remote_dir, &local_dir, false));
+        }
     };
     let listed = s3
         .list(&remote_dir)
@@ -309,9 +313,9 @@ async fn fetch_checkpoint(
             continue;
         }
         if let Some(filter) = &args.paths
-            && !filter
-                .iter()
-                .any(|p| rel == p.trim_matches('/') || rel.starts_with(&format!("{}/", p.trim_matches('/'))))
+            && !filter.iter().any(|p| {
+                rel == p.trim_matches('/') || rel.starts_with(&format!("{}/", p.trim_matches('/')))
+            })
         {
             continue;
         }
@@ -320,7 +324,11 @@ async fn fetch_checkpoint(
     if plan.is_empty() {
         return Err(ToolError::new(format!(
             "No files{} under {remote_dir} on volume {volume}; list_checkpoints shows the run's checkpoints.",
-            if args.paths.is_some() { " matching `paths`" } else { "" }
+            if args.paths.is_some() {
+                " matching `paths`"
+            } else {
+                ""
+            }
         )));
     }
     if plan.len() > MAX_FILES {
@@ -359,14 +367,18 @@ async fn fetch_checkpoint(
             continue;
         };
         let path = local_dir.join(&rel_path);
-        if tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_file() && m.len() == obj.size) {
+        if tokio::fs::metadata(&path)
+            .await
+            .is_ok_and(|m| m.is_file() && m.len() == obj.size)
+        {
             out.skipped += 1;
             out.bytes += obj.size;
             skipped_bytes += obj.size;
             push_file(&mut out.files, rel, &path, obj.size, true, 0, 0);
             continue;
         }
-        let result = download_with_progress(&s3, obj, &path, &counter, &call, skipped_bytes, total).await;
+        let result =
+            download_with_progress(&s3, obj, &path, &counter, &call, skipped_bytes, total).await;
         match result {
             None => {
                 out.cancelled = true;
@@ -374,14 +386,25 @@ async fn fetch_checkpoint(
             }
             Some(Err(e)) => {
                 return Err(transfer_error(
-                    &format!("download {rel} of step {} (files finished so far are kept; call again to resume)", ck.step),
+                    &format!(
+                        "download {rel} of step {} (files finished so far are kept; call again to resume)",
+                        ck.step
+                    ),
                     e,
                 ));
             }
             Some(Ok(r)) => {
                 out.downloaded += 1;
                 out.bytes += r.bytes;
-                push_file(&mut out.files, rel, &path, r.bytes, false, r.resumed_from, r.recovered);
+                push_file(
+                    &mut out.files,
+                    rel,
+                    &path,
+                    r.bytes,
+                    false,
+                    r.resumed_from,
+                    r.recovered,
+                );
             }
         }
     }
@@ -402,7 +425,11 @@ async fn fetch_checkpoint(
         out.local_dir,
         out.downloaded,
         out.skipped,
-        if out.cancelled { "; cancelled, call again to resume" } else { "" }
+        if out.cancelled {
+            "; cancelled, call again to resume"
+        } else {
+            ""
+        }
     );
     Ok(Outcome::done(summary, out))
 }
@@ -438,7 +465,9 @@ async fn download_with_progress(
     call: &Call,
     base: u64,
     total: u64,
-) -> Option<Result<factory_platform::transfer::DownloadReport, factory_platform::transfer::TransferError>> {
+) -> Option<
+    Result<factory_platform::transfer::DownloadReport, factory_platform::transfer::TransferError>,
+> {
     let dl = s3.download(obj, path, counter);
     tokio::pin!(dl);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -511,7 +540,10 @@ fn remote_dir_of(arg: &str) -> Result<String, ToolError> {
             ".." => {
                 return Err(ToolError::new("`remote_dir` may not contain `..`."));
             }
-            s if s.chars().all(|c| c.is_ascii_alphanumeric() || "._-@%+=,:".contains(c)) => {
+            s if s
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-@%+=,:".contains(c)) =>
+            {
                 parts.push(s)
             }
             _ => {
@@ -617,7 +649,10 @@ async fn upload_to_volume(
             .map_err(|e| ToolError::new(format!("cannot walk local_path: {e}")))??
     };
     if plan.is_empty() {
-        return Err(ToolError::new(format!("{} holds no files to upload.", src.display())));
+        return Err(ToolError::new(format!(
+            "{} holds no files to upload.",
+            src.display()
+        )));
     }
     let platform = state.platform()?;
     // Reads (what exists already) go through a get route, as the CLI plans a put.
@@ -628,7 +663,12 @@ async fn upload_to_volume(
     {
         RouteKind::S3(s) => s,
         RouteKind::SessionOnly { .. } => {
-            return Err(ssh_only(&args.volume, &format!("{remote_dir}/"), &src, true));
+            return Err(ssh_only(
+                &args.volume,
+                &format!("{remote_dir}/"),
+                &src,
+                true,
+            ));
         }
     };
     let existing: Vec<String> = reads
@@ -658,7 +698,12 @@ async fn upload_to_volume(
     {
         RouteKind::S3(s) => s,
         RouteKind::SessionOnly { .. } => {
-            return Err(ssh_only(&args.volume, &format!("{remote_dir}/"), &src, true));
+            return Err(ssh_only(
+                &args.volume,
+                &format!("{remote_dir}/"),
+                &src,
+                true,
+            ));
         }
     };
     let total: u64 = plan
@@ -689,7 +734,10 @@ async fn upload_to_volume(
                 notify(&call, done, total, format!("{done} of {total} bytes")).await;
             }
             Err(e) => {
-                result = Err(transfer_error(&format!("upload {rel} to volume {}", args.volume), e));
+                result = Err(transfer_error(
+                    &format!("upload {rel} to volume {}", args.volume),
+                    e,
+                ));
                 break;
             }
         }
@@ -792,13 +840,23 @@ async fn run_report(
     args: RunReportArgs,
     _call: Call,
 ) -> ToolResult<RunReport> {
-    let report = build_report(&state, &args.run_id, args.checkpoints_dir.as_deref(), args.traces_dir.as_deref()).await?;
+    let report = build_report(
+        &state,
+        &args.run_id,
+        args.checkpoints_dir.as_deref(),
+        args.traces_dir.as_deref(),
+    )
+    .await?;
     Ok(Outcome::done(report_summary(&report), report))
 }
 
 /// The one-line summary of a report.
 pub fn report_summary(r: &RunReport) -> String {
-    let local = r.checkpoints.iter().filter(|c| c.local_dir.is_some()).count();
+    let local = r
+        .checkpoints
+        .iter()
+        .filter(|c| c.local_dir.is_some())
+        .count();
     format!(
         "Run {} {}: {} of {} steps, {} checkpoint(s) ({} local), {} trace(s){}",
         r.run_id,
@@ -826,7 +884,9 @@ fn outcome(run: &RlRun) -> String {
         "COMPLETED" => "completed".into(),
         "FAILED" => format!(
             "failed: {}",
-            run.error_message.as_deref().unwrap_or("no reason given (get_logs shows the errors)")
+            run.error_message
+                .as_deref()
+                .unwrap_or("no reason given (get_logs shows the errors)")
         ),
         "STOPPED" => "stopped".into(),
         "PAUSED" => "paused".into(),
@@ -967,7 +1027,10 @@ pub async fn build_report(
         started_at: run.started_at.clone(),
         ended_at: ended.map(|e| e.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
         duration_s,
-        volume_run_dir: run.volume_name.as_ref().map(|_| format!("runs/{}/", run.id)),
+        volume_run_dir: run
+            .volume_name
+            .as_ref()
+            .map(|_| format!("runs/{}/", run.id)),
         volume: run.volume_name.clone(),
         usage,
         usage_note,
@@ -1043,7 +1106,10 @@ pub async fn report_when_synced(
         if (report.terminal && report.outputs_synced) || tokio::time::Instant::now() >= deadline {
             return Ok(report);
         }
-        let wait = state.limits.stop_poll.min(deadline - tokio::time::Instant::now());
+        let wait = state
+            .limits
+            .stop_poll
+            .min(deadline - tokio::time::Instant::now());
         tokio::time::sleep(wait).await;
     }
 }
@@ -1079,7 +1145,10 @@ mod tests {
 
     #[test]
     fn remote_dirs_refuse_the_root_runs_and_climbing() {
-        assert_eq!(remote_dir_of("datasets/my-data/").unwrap(), "datasets/my-data");
+        assert_eq!(
+            remote_dir_of("datasets/my-data/").unwrap(),
+            "datasets/my-data"
+        );
         assert!(remote_dir_of("/").is_err());
         assert!(remote_dir_of("runs/x").is_err());
         assert!(remote_dir_of("datasets/../runs").is_err());

@@ -49,7 +49,10 @@ pub fn shown_uri(uri: &str) -> String {
 }
 
 fn not_found(uri: &str, why: &str) -> McpError {
-    McpError::resource_not_found(format!("resource not found: {} ({why})", shown_uri(uri)), None)
+    McpError::resource_not_found(
+        format!("resource not found: {} ({why})", shown_uri(uri)),
+        None,
+    )
 }
 
 /// The reader `build_server` installs.
@@ -60,7 +63,10 @@ pub fn reader() -> ResourceReader<AppState> {
 /// Read one `factory://runs/…` resource.
 pub async fn read(state: &AppState, uri: &str) -> Result<ReadResourceResult, McpError> {
     let Some(rest) = uri.strip_prefix(SCHEME) else {
-        return Err(not_found(uri, "this server serves factory://runs/{run_id} and factory://runs/{run_id}/logs"));
+        return Err(not_found(
+            uri,
+            "this server serves factory://runs/{run_id} and factory://runs/{run_id}/logs",
+        ));
     };
     let (run_id, logs) = match rest.split_once('/') {
         None => (rest, false),
@@ -83,7 +89,9 @@ pub async fn read(state: &AppState, uri: &str) -> Result<ReadResourceResult, Mcp
             env_name: None,
             pod_index: None,
         };
-        let platform = state.platform().map_err(|e| McpError::internal_error(redact(&e.message), None))?;
+        let platform = state
+            .platform()
+            .map_err(|e| McpError::internal_error(redact(&e.message), None))?;
         match platform.get_logs(run_id, &query).await {
             Ok(r) => {
                 let (lines, _) = bound_lines(&r.logs, LOG_BYTES);
@@ -97,7 +105,9 @@ pub async fn read(state: &AppState, uri: &str) -> Result<ReadResourceResult, Mcp
             }
             Err(e) => {
                 return Err(McpError::internal_error(
-                    redact(&format!("Failed to read the logs of run {run_id}: {e}. Read it again in a moment.")),
+                    redact(&format!(
+                        "Failed to read the logs of run {run_id}: {e}. Read it again in a moment."
+                    )),
                     None,
                 ));
             }
@@ -118,7 +128,11 @@ pub async fn read(state: &AppState, uri: &str) -> Result<ReadResourceResult, Mcp
         state.redactor.redact_json(&mut value);
         serde_json::to_string_pretty(&value).unwrap_or_default()
     };
-    let mime = if logs { "text/plain" } else { "application/json" };
+    let mime = if logs {
+        "text/plain"
+    } else {
+        "application/json"
+    };
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(text, uri.to_string()).with_mime_type(mime),
     ]))
@@ -142,11 +156,29 @@ const PROMPTS: &[PromptSpec] = &[
         title: "Smoke-test a config",
         description: "Validate a config, plan and launch it with a small step budget, and watch it to the end.",
         arguments: &[
-            ("config_path", "Path of the prime-rl TOML under the workspace.", true),
-            ("max_steps", "Step budget of the smoke run (default 5).", false),
-            ("team_id", "Team to launch for (default: the active owner).", false),
+            (
+                "config_path",
+                "Path of the prime-rl TOML under the workspace.",
+                true,
+            ),
+            (
+                "max_steps",
+                "Step budget of the smoke run (default 5).",
+                false,
+            ),
+            (
+                "team_id",
+                "Team to launch for (default: the active owner).",
+                false,
+            ),
         ],
-        tools: &["validate_config", "plan_run", "launch_run", "watch_run", "diagnose_run"],
+        tools: &[
+            "validate_config",
+            "plan_run",
+            "launch_run",
+            "watch_run",
+            "diagnose_run",
+        ],
     },
     PromptSpec {
         name: "diagnose_failed_run",
@@ -166,7 +198,11 @@ pub fn prompts(served: impl Fn(&str) -> bool) -> Vec<Prompt> {
             let args = p
                 .arguments
                 .iter()
-                .map(|(n, d, r)| PromptArgument::new(*n).with_description(*d).with_required(*r))
+                .map(|(n, d, r)| {
+                    PromptArgument::new(*n)
+                        .with_description(*d)
+                        .with_required(*r)
+                })
                 .collect();
             Prompt::new(p.name, Some(p.description), Some(args)).with_title(p.title)
         })
@@ -174,7 +210,10 @@ pub fn prompts(served: impl Fn(&str) -> bool) -> Vec<Prompt> {
 }
 
 /// One argument as a bounded single-line string.
-fn arg(args: Option<&serde_json::Map<String, Value>>, name: &str) -> Result<Option<String>, McpError> {
+fn arg(
+    args: Option<&serde_json::Map<String, Value>>,
+    name: &str,
+) -> Result<Option<String>, McpError> {
     let Some(v) = args.and_then(|a| a.get(name)) else {
         return Ok(None);
     };
@@ -182,7 +221,10 @@ fn arg(args: Option<&serde_json::Map<String, Value>>, name: &str) -> Result<Opti
         Value::String(s) => s.trim().to_string(),
         Value::Number(n) => n.to_string(),
         _ => {
-            return Err(McpError::invalid_params(format!("prompt argument `{name}` must be a string"), None));
+            return Err(McpError::invalid_params(
+                format!("prompt argument `{name}` must be a string"),
+                None,
+            ));
         }
     };
     if s.is_empty() {
@@ -197,7 +239,11 @@ fn arg(args: Option<&serde_json::Map<String, Value>>, name: &str) -> Result<Opti
     Ok(Some(s))
 }
 
-fn required(args: Option<&serde_json::Map<String, Value>>, name: &str, prompt: &str) -> Result<String, McpError> {
+fn required(
+    args: Option<&serde_json::Map<String, Value>>,
+    name: &str,
+    prompt: &str,
+) -> Result<String, McpError> {
     arg(args, name)?.ok_or_else(|| {
         McpError::invalid_params(format!("prompt {prompt} needs the argument `{name}`"), None)
     })
@@ -209,7 +255,10 @@ pub fn get_prompt(
     args: Option<&serde_json::Map<String, Value>>,
     served: impl Fn(&str) -> bool,
 ) -> Result<GetPromptResult, McpError> {
-    let Some(spec) = PROMPTS.iter().find(|p| p.name == name && p.tools.iter().all(|t| served(t))) else {
+    let Some(spec) = PROMPTS
+        .iter()
+        .find(|p| p.name == name && p.tools.iter().all(|t| served(t)))
+    else {
         return Err(McpError::invalid_params(
             format!("prompt not found: {}", shown_uri(name)),
             None,
@@ -224,7 +273,12 @@ pub fn get_prompt(
                     .parse::<u32>()
                     .ok()
                     .filter(|n| (1..=100).contains(n))
-                    .ok_or_else(|| McpError::invalid_params("max_steps must be a whole number from 1 to 100", None))?,
+                    .ok_or_else(|| {
+                        McpError::invalid_params(
+                            "max_steps must be a whole number from 1 to 100",
+                            None,
+                        )
+                    })?,
             };
             let team = arg(args, "team_id")?
                 .map(|t| format!(" with team_id \"{t}\""))

@@ -144,7 +144,41 @@ pub fn output_schema<T: JsonSchema>() -> Arc<JsonObject> {
         .with_transform(RestrictFormats::default());
     let mut obj = to_object(settings.into_generator().into_root_schema_for::<T>());
     obj.remove("description");
+    compact(&mut obj);
     Arc::new(obj)
+}
+
+/// Drop what a client does not need to validate a result (descriptions, titles, the `minimum: 0`
+/// of unsigned integers): output schemas are sent with every `tools/list`, and the tool's own
+/// description already says what the result means.
+fn compact(schema: &mut JsonObject) {
+    schema.remove("description");
+    schema.remove("title");
+    if schema.get("minimum") == Some(&Value::from(0)) {
+        schema.remove("minimum");
+    }
+    // Recurse into subschemas only: the keys of `properties` are field names, not keywords.
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        for (_, sub) in props.iter_mut() {
+            if let Value::Object(inner) = sub {
+                compact(inner);
+            }
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(Value::Object(inner)) = schema.get_mut(key) {
+            compact(inner);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(branches)) = schema.get_mut(key) {
+            for b in branches.iter_mut() {
+                if let Value::Object(inner) = b {
+                    compact(inner);
+                }
+            }
+        }
+    }
 }
 
 /// Problems in an output schema that strict clients reject: boolean schemas and references
@@ -336,6 +370,23 @@ mod tests {
         ] {
             assert!(v.iter().any(|l| l.starts_with(needle)), "missing {needle} in {v:#?}");
         }
+    }
+
+    #[test]
+    fn compacting_output_schemas_keeps_fields_named_like_keywords() {
+        #[allow(dead_code)]
+        #[derive(serde::Serialize, JsonSchema)]
+        struct Out {
+            /// A doc comment that compaction drops.
+            description: String,
+            title: Option<String>,
+            count: u32,
+        }
+        let s = Value::Object((*output_schema::<Out>()).clone());
+        let props = s["properties"].as_object().unwrap();
+        assert!(props.contains_key("description") && props.contains_key("title"), "{s:#}");
+        assert!(props["description"].get("description").is_none());
+        assert!(props["count"].get("minimum").is_none());
     }
 
     #[test]

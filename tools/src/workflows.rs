@@ -104,7 +104,11 @@ fn shorten_strings(v: &mut Value, max: usize) -> bool {
     }
 }
 
-async fn get_rollouts(state: Arc<AppState>, args: RolloutsArgs, _call: Call) -> ToolResult<RolloutsOut> {
+async fn get_rollouts(
+    state: Arc<AppState>,
+    args: RolloutsArgs,
+    _call: Call,
+) -> ToolResult<RolloutsOut> {
     check_id("run", &args.run_id)?;
     let page = args.page.unwrap_or(1);
     let limit = args.limit.unwrap_or(10);
@@ -171,7 +175,9 @@ async fn get_rollouts(state: Arc<AppState>, args: RolloutsArgs, _call: Call) -> 
         format!(
             "{count} rollout sample(s) of run {} at step {step}{}",
             args.run_id,
-            resp.total.map(|t| format!(" ({t} in all)")).unwrap_or_default()
+            resp.total
+                .map(|t| format!(" ({t} in all)"))
+                .unwrap_or_default()
         ),
         RolloutsOut {
             run_id: args.run_id,
@@ -226,7 +232,8 @@ async fn get_distributions(
         let ok = !k.is_empty()
             && k.len() <= 64
             && !k.contains("..")
-            && k.chars().all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
         if !ok {
             return Err(ToolError::new(
                 "`type` is a distribution name such as rewards: letters, digits, '_', '-', '.', '/' (at most 64).",
@@ -335,7 +342,12 @@ fn status_wire(s: RunStatus) -> String {
 }
 
 /// Whether the wait is over, and why.
-fn verdict(target: Target, status: &str, terminal: bool, step: Option<i64>) -> Option<&'static str> {
+fn verdict(
+    target: Target,
+    status: &str,
+    terminal: bool,
+    step: Option<i64>,
+) -> Option<&'static str> {
     let reached = match target {
         Target::Step(n) => step.is_some_and(|s| s >= n),
         Target::Status(s) => status.eq_ignore_ascii_case(&status_wire(s)),
@@ -426,7 +438,9 @@ async fn watch_run(state: Arc<AppState>, args: WatchArgs, call: Call) -> ToolRes
             ));
         }
         (Some(n), None) if n < 1 => {
-            return Err(ToolError::new(format!("`until_step` must be 1 or more; got {n}")));
+            return Err(ToolError::new(format!(
+                "`until_step` must be 1 or more; got {n}"
+            )));
         }
         (Some(n), None) => Target::Step(n),
         (None, Some(s)) => Target::Status(s),
@@ -496,11 +510,12 @@ async fn watch_run(state: Arc<AppState>, args: WatchArgs, call: Call) -> ToolRes
                 && notified.is_none_or(|n| s > n)
             {
                 notified = Some(s);
-                let mut p = ProgressNotificationParam::new(tok.clone(), s as f64)
-                    .with_message(match max_steps {
+                let mut p = ProgressNotificationParam::new(tok.clone(), s as f64).with_message(
+                    match max_steps {
                         Some(m) => format!("step {s} of {m} ({status})"),
                         None => format!("step {s} ({status})"),
-                    });
+                    },
+                );
                 if let Some(m) = max_steps {
                     p = p.with_total(m as f64);
                 }
@@ -539,15 +554,27 @@ async fn watch_run(state: Arc<AppState>, args: WatchArgs, call: Call) -> ToolRes
         _ => String::new(),
     };
     let summary = match reason {
-        "reached" => format!("Run {id} reached {} ({}{steps})", target.describe(), r.status),
+        "reached" => format!(
+            "Run {id} reached {} ({}{steps})",
+            target.describe(),
+            r.status
+        ),
         "timed_out" => format!(
             "Timed out after {timeout_s} s waiting for {} of run {id}: it is {}{steps}; call watch_run again to keep waiting",
             target.describe(),
             r.status
         ),
         "run_failed" => format!("Run {id} FAILED{steps}: diagnose_run says why"),
-        "run_stopped" => format!("Run {id} is {}{steps}: it will not reach {}", r.status, target.describe()),
-        _ => format!("Run {id} ended ({}{steps}) without reaching {}", r.status, target.describe()),
+        "run_stopped" => format!(
+            "Run {id} is {}{steps}: it will not reach {}",
+            r.status,
+            target.describe()
+        ),
+        _ => format!(
+            "Run {id} ended ({}{steps}) without reaching {}",
+            r.status,
+            target.describe()
+        ),
     };
     Ok(Outcome::done(summary, out))
 }
@@ -666,7 +693,10 @@ fn looks_like_oom(texts: &[&str]) -> bool {
 
 fn cut(line: &str) -> String {
     if line.chars().count() > ERROR_LINE_CHARS {
-        format!("{}…", line.chars().take(ERROR_LINE_CHARS).collect::<String>())
+        format!(
+            "{}…",
+            line.chars().take(ERROR_LINE_CHARS).collect::<String>()
+        )
     } else {
         line.to_string()
     }
@@ -709,7 +739,11 @@ async fn error_lines(
     }
 }
 
-async fn diagnose_run(state: Arc<AppState>, args: DiagnoseArgs, _call: Call) -> ToolResult<DiagnoseOut> {
+async fn diagnose_run(
+    state: Arc<AppState>,
+    args: DiagnoseArgs,
+    _call: Call,
+) -> ToolResult<DiagnoseOut> {
     let run = fetch_run(&state, &args.run_id).await?;
     let platform = state.platform()?;
     let id = run.id.clone();
@@ -748,7 +782,9 @@ async fn diagnose_run(state: Arc<AppState>, args: DiagnoseArgs, _call: Call) -> 
         Ok(servers) => {
             for s in servers.env_servers {
                 if let Some(env) = &s.env_name
-                    && !log_targets.iter().any(|(_, _, e)| e.as_deref() == Some(env.as_str()))
+                    && !log_targets
+                        .iter()
+                        .any(|(_, _, e)| e.as_deref() == Some(env.as_str()))
                 {
                     log_targets.push((LogComponent::EnvServer, "env-server", Some(env.clone())));
                 }
@@ -795,12 +831,15 @@ async fn diagnose_run(state: Arc<AppState>, args: DiagnoseArgs, _call: Call) -> 
         .filter(|c| c.status.eq_ignore_ascii_case("READY"))
         .map(|c| c.step)
         .max();
-    let latest_checkpoint = checkpoints.iter().max_by_key(|c| c.step).map(|c| CheckpointBrief {
-        step: c.step,
-        status: c.status.clone(),
-        storage_url: c.storage_url.clone(),
-        latest_ready_step: latest_ready.filter(|s| *s != c.step),
-    });
+    let latest_checkpoint = checkpoints
+        .iter()
+        .max_by_key(|c| c.step)
+        .map(|c| CheckpointBrief {
+            step: c.step,
+            status: c.status.clone(),
+            storage_url: c.storage_url.clone(),
+            latest_ready_step: latest_ready.filter(|s| *s != c.step),
+        });
 
     // "Now": the newest of our clock and what the platform reported.
     let last_updated = progress
@@ -824,7 +863,8 @@ async fn diagnose_run(state: Arc<AppState>, args: DiagnoseArgs, _call: Call) -> 
         ..ProgressState::default()
     };
     if status == "RUNNING" {
-        let (since, pace, threshold, stalled) = judge_stall(started_at, last_updated, latest_step, now);
+        let (since, pace, threshold, stalled) =
+            judge_stall(started_at, last_updated, latest_step, now);
         progress_state.seconds_since_progress = since.map(|s| s.round());
         progress_state.seconds_per_step = pace.map(|p| (p * 10.0).round() / 10.0);
         progress_state.stall_threshold_s = threshold;
@@ -849,7 +889,11 @@ async fn diagnose_run(state: Arc<AppState>, args: DiagnoseArgs, _call: Call) -> 
         texts.extend(f.root_cause.as_deref());
         texts.extend(f.evidence.iter().map(String::as_str));
     }
-    texts.extend(recent_errors.iter().flat_map(|e| e.lines.iter().map(String::as_str)));
+    texts.extend(
+        recent_errors
+            .iter()
+            .flat_map(|e| e.lines.iter().map(String::as_str)),
+    );
     let (verdict, next_action) = match status.as_str() {
         "FAILED" if looks_like_oom(&texts) => (
             "failed",
@@ -1028,7 +1072,10 @@ impl LogCursor {
         if let Some(j) = (k..=h.len()).find(|&j| h[j - k..j] == self.seen[..]) {
             return (j, true);
         }
-        if let Some(j) = (1..k.min(h.len() + 1)).rev().find(|&j| h[..j] == self.seen[k - j..]) {
+        if let Some(j) = (1..k.min(h.len() + 1))
+            .rev()
+            .find(|&j| h[..j] == self.seen[k - j..])
+        {
             return (j, true);
         }
         (0, false)
@@ -1055,8 +1102,12 @@ mod tests {
         let start = Some(t("2026-01-01T00:00:00Z"));
         // 10 steps in 100 s: 10 s/step; threshold max(100 s, 300 s) = 300 s.
         let last = Some(t("2026-01-01T00:01:40Z"));
-        let (since, pace, thr, stalled) = judge_stall(start, last, Some(10), t("2026-01-01T00:05:00Z"));
-        assert_eq!((since, pace, thr, stalled), (Some(200.0), Some(10.0), Some(300.0), false));
+        let (since, pace, thr, stalled) =
+            judge_stall(start, last, Some(10), t("2026-01-01T00:05:00Z"));
+        assert_eq!(
+            (since, pace, thr, stalled),
+            (Some(200.0), Some(10.0), Some(300.0), false)
+        );
         let (_, _, _, stalled) = judge_stall(start, last, Some(10), t("2026-01-01T00:06:41Z"));
         assert!(stalled);
         // A slow run (100 s/step) is judged against its own pace: 1000 s.
@@ -1081,15 +1132,33 @@ mod tests {
 
     #[test]
     fn watch_verdicts_say_why_the_wait_ended() {
-        assert_eq!(verdict(Target::Step(5), "RUNNING", false, Some(5)), Some("reached"));
+        assert_eq!(
+            verdict(Target::Step(5), "RUNNING", false, Some(5)),
+            Some("reached")
+        );
         assert_eq!(verdict(Target::Step(5), "RUNNING", false, Some(4)), None);
         // RUNNING alone is not progress.
         assert_eq!(verdict(Target::Step(1), "RUNNING", false, None), None);
-        assert_eq!(verdict(Target::Step(50), "COMPLETED", true, Some(20)), Some("run_ended"));
-        assert_eq!(verdict(Target::Terminal, "COMPLETED", true, Some(20)), Some("reached"));
-        assert_eq!(verdict(Target::Terminal, "FAILED", true, None), Some("run_failed"));
-        assert_eq!(verdict(Target::Status(RunStatus::Running), "STOPPED", true, None), Some("run_stopped"));
-        assert_eq!(verdict(Target::Status(RunStatus::Failed), "FAILED", true, None), Some("reached"));
+        assert_eq!(
+            verdict(Target::Step(50), "COMPLETED", true, Some(20)),
+            Some("run_ended")
+        );
+        assert_eq!(
+            verdict(Target::Terminal, "COMPLETED", true, Some(20)),
+            Some("reached")
+        );
+        assert_eq!(
+            verdict(Target::Terminal, "FAILED", true, None),
+            Some("run_failed")
+        );
+        assert_eq!(
+            verdict(Target::Status(RunStatus::Running), "STOPPED", true, None),
+            Some("run_stopped")
+        );
+        assert_eq!(
+            verdict(Target::Status(RunStatus::Failed), "FAILED", true, None),
+            Some("reached")
+        );
     }
 
     #[test]
@@ -1119,7 +1188,10 @@ mod tests {
         // The window no longer overlaps: everything is returned and the gap is said.
         assert_eq!(c.unseen_from(&lines(&["x", "y"])), (0, false));
         // Repeated text is matched as a sequence, not line by line.
-        assert_eq!(c.unseen_from(&lines(&["a", "b", "c", "a", "b", "c"])), (3, true));
+        assert_eq!(
+            c.unseen_from(&lines(&["a", "b", "c", "a", "b", "c"])),
+            (3, true)
+        );
         // Another query's cursor is refused.
         assert!(LogCursor::parse(&c.encode(), &["run", "trainer"]).is_err());
         assert!(LogCursor::parse("lc1zz", &q).is_err());
