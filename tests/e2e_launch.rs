@@ -452,6 +452,12 @@ async fn k_stopping_twice_sends_one_stop() {
     assert_eq!(stops, 1);
     let msg = err(&call(&c, "stop_run", json!({"run_id": "cnotarun00000000000000000"})).await);
     assert!(msg.contains("not found"), "{msg}");
+    // With then_report, a stop ends with the end-of-run report.
+    let other = w.create_run(0, "stop-and-report", 50, None).await;
+    w.advance(20);
+    let out = ok(&call(&c, "stop_run", json!({"run_id": other, "then_report": true})).await);
+    assert_eq!(out["status"], "STOPPED");
+    assert_eq!(out["report"]["run_id"], other.as_str(), "{out}");
     c.cancel().await.unwrap();
 }
 

@@ -60,6 +60,11 @@ async fn every_read_tool_answers_for_a_running_run_in_both_eras() {
         let metrics = ok(&call(&c, "get_metrics", json!({"run_id": run})).await);
         assert!(metrics["count"].as_u64().unwrap() > 0);
         assert!(metrics["metrics"][0]["step"].is_number());
+        // `limit` keeps the newest records.
+        let newest = ok(&call(&c, "get_metrics", json!({"run_id": run, "limit": 2})).await);
+        let all = metrics["metrics"].as_array().unwrap();
+        assert_eq!(newest["metrics"].as_array().unwrap().as_slice(), &all[all.len() - 2..]);
+        assert_eq!(newest["truncated"], true);
 
         let progress = ok(&call(&c, "get_progress", json!({"run_id": run})).await);
         assert!(progress["latest_step"].as_i64().unwrap() >= 5, "{progress}");
@@ -256,4 +261,18 @@ async fn fetch_traces_reports_progress_when_asked() {
         assert_eq!(seen.last().unwrap(), &(n as f64, Some(n as f64)));
         c.cancel().await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn a_team_runs_traces_are_found_without_an_active_team() {
+    let w = World::new().await;
+    let run = w.create_run(0, "team-traces", 10, Some(factory_sandbox::TEAM_ALPHA_ID)).await;
+    w.advance(RUNNING_WITH_STEPS_S);
+    // No PRIME_TEAM_ID: the traces service must still be asked with the run's own team.
+    let c = w.client(0, &[], Era::Modern).await;
+    let traces = ok(&call(&c, "list_traces", json!({"run_id": run, "limit": 3})).await);
+    assert_eq!(traces["traces"].as_array().unwrap().len(), 3, "{traces}");
+    let fetched = ok(&call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "t", "step": 1})).await);
+    assert!(fetched["downloaded"].as_u64().unwrap() > 0, "{fetched}");
+    c.cancel().await.unwrap();
 }

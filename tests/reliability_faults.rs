@@ -9,10 +9,14 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::HashSet,
+    time::{Duration, Instant},
+};
 
 use common::{Client, Era, World, call, err, ok, text};
 use factory_sandbox::{FaultEffect, FaultRule};
+use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
 /// Shortened platform timeouts: a response slower than this is a timeout.
@@ -52,16 +56,20 @@ async fn world() -> (World, Client, String) {
     (w, c, run)
 }
 
-/// The platform requests a call makes (method, path), in order.
-async fn requests_of(w: &World, c: &Client, tool: &str, args: &Value) -> (rmcp::model::CallToolResult, Vec<(String, String)>) {
-    let before = w.sandbox.request_log().len();
-    let r = call(c, tool, args.clone()).await;
-    let reqs = w.sandbox.request_log()[before..]
+/// The platform requests (method, path) in the log after index `from`.
+fn requests_since(w: &World, from: usize) -> Vec<(String, String)> {
+    w.sandbox.request_log()[from..]
         .iter()
         .filter(|q| !q.path.starts_with("/_sandbox"))
         .map(|q| (q.method.clone(), q.path.clone()))
-        .collect();
-    (r, reqs)
+        .collect()
+}
+
+/// The platform requests a call makes (method, path), in order.
+async fn requests_of(w: &World, c: &Client, tool: &str, args: &Value) -> (CallToolResult, Vec<(String, String)>) {
+    let before = w.sandbox.request_log().len();
+    let r = call(c, tool, args.clone()).await;
+    (r, requests_since(w, before))
 }
 
 fn rule(method: &str, path: &str, effect: FaultEffect, times: Option<u32>) -> FaultRule {
@@ -73,11 +81,24 @@ fn rule(method: &str, path: &str, effect: FaultEffect, times: Option<u32>) -> Fa
 
 /// One transient fault on the first GET each read tool makes: the tool still succeeds (the
 /// GET was retried), and the faulted path was requested again.
-async fn transient_matrix(make: impl Fn(&str) -> FaultRule, label: &str) {
-    let (w, c, run) = world().await;
-    let mut report = Vec::new();
-    for (tool, args) in read_tools(&run) {
-        // Which GET does this tool make first?
+///
+/// Each run-scoped tool reads its own run, so tools whose requests touch disjoint paths run
+/// concurrently (in "waves") and a fault planted for one tool cannot be consumed by another.
+/// `needs_retry(tool)` says whether the fault must have been retried (a slow answer within a
+/// tool's own timeout is simply waited for).
+async fn transient_matrix(make: impl Fn(&str) -> FaultRule, label: &str, needs_retry: impl Fn(&str) -> bool) {
+    let w = World::new().await;
+    let mut calls = Vec::new();
+    for (i, (tool, _)) in read_tools("x").into_iter().enumerate() {
+        let run = w.create_run(0, &format!("faulty-reads-{i}"), 40, None).await;
+        let args = read_tools(&run).swap_remove(i).1;
+        calls.push((tool, args));
+    }
+    w.advance(30);
+    let c = w.client(0, SERVE_ARGS, Era::Modern).await;
+    // Calibrate: every path each tool requests, and the first GET.
+    let mut planned: Vec<(&str, Value, String, HashSet<String>)> = Vec::new();
+    for (tool, args) in calls {
         let (clean, reqs) = requests_of(&w, &c, tool, &args).await;
         ok(&clean);
         let first = reqs
@@ -86,22 +107,52 @@ async fn transient_matrix(make: impl Fn(&str) -> FaultRule, label: &str) {
             .unwrap_or_else(|| panic!("{tool} made no GET: {reqs:?}"))
             .1
             .clone();
-        let planted = w.sandbox.add_fault(make(&first));
-        let t0 = Instant::now();
-        let (r, reqs) = requests_of(&w, &c, tool, &args).await;
-        let elapsed = t0.elapsed();
-        assert_ne!(r.is_error, Some(true), "{label}/{tool}: not retried: {}", text(&r));
-        let hits = reqs.iter().filter(|(m, p)| m == "GET" && *p == first).count();
-        assert!(hits >= 2, "{label}/{tool}: {first} requested {hits} time(s); a retry was expected");
-        assert!(
-            !w.sandbox.faults().iter().any(|f| f.id == planted.id),
-            "{label}/{tool}: the fault was never hit"
-        );
-        // Bounded: one backoff (≤ 2 s with jitter) plus at most one timeout.
-        assert!(elapsed < Duration::from_secs(15), "{label}/{tool}: took {elapsed:?}");
-        report.push(format!("{tool}: {} ms", elapsed.as_millis()));
+        planned.push((tool, args, first, reqs.into_iter().map(|(_, p)| p).collect()));
     }
-    eprintln!("transient {label}: {}", report.join(", "));
+    let mut waves: Vec<Vec<usize>> = Vec::new();
+    let mut wave_paths: Vec<HashSet<String>> = Vec::new();
+    for (i, (_, _, _, paths)) in planned.iter().enumerate() {
+        match wave_paths.iter().position(|u| u.is_disjoint(paths)) {
+            Some(k) => {
+                waves[k].push(i);
+                wave_paths[k].extend(paths.iter().cloned());
+            }
+            None => {
+                waves.push(vec![i]);
+                wave_paths.push(paths.clone());
+            }
+        }
+    }
+    let mut report = Vec::new();
+    for wave in &waves {
+        let before = w.sandbox.request_log().len();
+        let planted: Vec<FaultRule> = wave.iter().map(|&i| w.sandbox.add_fault(make(&planned[i].2))).collect();
+        let results = futures::future::join_all(wave.iter().map(|&i| {
+            let (tool, args, _, _) = &planned[i];
+            let c = &c;
+            async move {
+                let t0 = Instant::now();
+                let r = call(c, tool, args.clone()).await;
+                (r, t0.elapsed())
+            }
+        }))
+        .await;
+        let reqs = requests_since(&w, before);
+        let remaining: Vec<u64> = w.sandbox.faults().iter().map(|f| f.id).collect();
+        for ((&i, (r, elapsed)), planted) in wave.iter().zip(results).zip(planted) {
+            let (tool, _, first, _) = &planned[i];
+            assert_ne!(r.is_error, Some(true), "{label}/{tool}: failed: {}", text(&r));
+            assert!(!remaining.contains(&planted.id), "{label}/{tool}: the fault was never hit");
+            let hits = reqs.iter().filter(|(m, p)| m == "GET" && p == first).count();
+            if needs_retry(tool) {
+                assert!(hits >= 2, "{label}/{tool}: {first} requested {hits} time(s); a retry was expected");
+            }
+            // Bounded: one backoff (at most 2 s with jitter) plus at most one timeout.
+            assert!(elapsed < Duration::from_secs(15), "{label}/{tool}: took {elapsed:?}");
+            report.push(format!("{tool}: {} ms", elapsed.as_millis()));
+        }
+    }
+    eprintln!("transient {label} ({} waves): {}", waves.len(), report.join(", "));
     c.cancel().await.unwrap();
 }
 
@@ -125,7 +176,7 @@ async fn persistent(w: &World, c: &Client, tool: &str, args: Value, make: impl F
 
 #[tokio::test]
 async fn read_tools_survive_a_transient_503() {
-    transient_matrix(|p| rule("GET", p, FaultEffect::Status, Some(1)), "503").await;
+    transient_matrix(|p| rule("GET", p, FaultEffect::Status, Some(1)), "503", |_| true).await;
 }
 
 #[tokio::test]
@@ -138,6 +189,7 @@ async fn read_tools_survive_a_429_with_retry_after() {
             r
         },
         "429",
+        |_| true,
     )
     .await;
 }
@@ -151,13 +203,16 @@ async fn read_tools_survive_an_answer_slower_than_the_timeout() {
             r
         },
         "slow",
+        // Traces calls have their own timeout (120 s, not shortened by --request-timeout-s):
+        // a slow answer there is waited for, not retried.
+        |tool| tool != "list_traces",
     )
     .await;
 }
 
 #[tokio::test]
 async fn read_tools_survive_a_connection_reset() {
-    transient_matrix(|p| rule("GET", p, FaultEffect::Reset, Some(1)), "reset").await;
+    transient_matrix(|p| rule("GET", p, FaultEffect::Reset, Some(1)), "reset", |_| true).await;
 }
 
 #[tokio::test]

@@ -636,7 +636,7 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
     let active = active_spend(&state, &runs, &models);
     let figures = PlanFigures {
         team: owner.team.as_deref(),
-        gpu_type: gpu_type.as_deref().or(price.gpu_type.as_deref()).filter(|_| gpu_type.is_some()),
+        gpu_type: gpu_type.as_deref(),
         gpus,
         per_hour_usd: price.per_hour_usd,
         max_steps: report.summary.max_steps,
@@ -1836,6 +1836,8 @@ pub struct StopRunArgs {
     /// Longest wait in seconds, 1 to 300 (default 60).
     #[schemars(range(min = 1, max = 300))]
     pub timeout_s: Option<u64>,
+    /// Once terminal and its checkpoints are settled, end with the run report (run_report).
+    pub then_report: Option<bool>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -1846,11 +1848,20 @@ pub struct StopOut {
     /// The run was already in a terminal state: nothing was sent.
     pub already_stopped: bool,
     pub note: Option<String>,
+    /// With then_report: the end-of-run report.
+    pub report: Option<crate::artifacts::RunReport>,
 }
 
 async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolResult<StopOut> {
     let run = fetch_run(&state, &args.run_id).await?;
+    let budget = Duration::from_secs(args.timeout_s.unwrap_or(60).clamp(1, 300));
+    let want_report = args.then_report.unwrap_or(false);
     if run.is_terminal() {
+        let report = if want_report {
+            Some(crate::artifacts::report_when_synced(&state, &run.id, budget).await?)
+        } else {
+            None
+        };
         audit(&state, "stop_run", "already_terminal", None, Some(&run.id), json!({"status": run.status}));
         return Ok(Outcome::done(
             format!("Run {} is already {}: nothing to stop", run.id, run.status),
@@ -1860,6 +1871,7 @@ async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolR
                 terminal: true,
                 already_stopped: true,
                 note: Some("No stop was sent.".into()),
+                report,
             },
         ));
     }
@@ -1870,13 +1882,17 @@ async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolR
         .map_err(|e| platform_error(&format!("stop run {} (call get_run to see its state before retrying)", run.id), &e))?;
     audit(&state, "stop_run", "stop_sent", None, Some(&run.id), json!({"status": stopped.status}));
     let mut last = stopped;
-    if args.wait.unwrap_or(true) && !last.is_terminal() {
-        let budget = Duration::from_secs(args.timeout_s.unwrap_or(60).clamp(1, 300));
+    if (args.wait.unwrap_or(true) || want_report) && !last.is_terminal() {
         last = platform
             .wait_until_terminal(last, state.limits.stop_poll, budget)
             .await;
     }
     let terminal = last.is_terminal();
+    let report = if want_report && terminal {
+        Some(crate::artifacts::report_when_synced(&state, &last.id, budget).await?)
+    } else {
+        None
+    };
     Ok(Outcome::done(
         format!("Run {} is {}", last.id, last.status),
         StopOut {
@@ -1885,6 +1901,7 @@ async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolR
             terminal,
             already_stopped: false,
             note: (!terminal).then(|| "The stop was accepted but the run has not reached a terminal state yet; get_run shows it.".to_string()),
+            report,
         },
     ))
 }

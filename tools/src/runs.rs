@@ -716,7 +716,9 @@ async fn get_metrics(state: Arc<AppState>, args: MetricsArgs, _call: Call) -> To
             &MetricsQuery {
                 min_step: args.min_step,
                 max_step: args.max_step,
-                limit: args.limit,
+                // The platform's `limit` keeps the first records; we want the newest, so the
+                // range is read whole and cut here.
+                limit: None,
             },
         )
         .await

@@ -8,7 +8,7 @@
 use std::{path::PathBuf, sync::Arc};
 
 use factory_platform::{
-    EpisodesQuery, PlatformClient, PlatformError, TraceRunsQuery, TracesQuery,
+    EpisodesQuery, PlatformClient, PlatformError, TeamScope, TraceRunsQuery, TracesQuery,
     wire::traces::TraceSummary,
 };
 use rmcp::model::ProgressNotificationParam;
@@ -104,13 +104,14 @@ const MAX_LISTED_FILES: usize = 200;
 /// The traces-service run ids holding this platform run's traces of `kind`.
 async fn trace_runs(
     platform: &PlatformClient,
+    scope: &TeamScope,
     run_id: &str,
     kind: TraceKind,
 ) -> Result<Vec<String>, ToolError> {
     if kind == TraceKind::Train {
         return Ok(vec![run_id.to_string()]);
     }
-    let traces = platform.traces();
+    let traces = platform.traces_scoped(scope);
     let mut found = Vec::new();
     let mut cursor = None;
     for _ in 0..EVAL_SCAN_PAGES {
@@ -137,6 +138,17 @@ async fn trace_runs(
     Ok(found)
 }
 
+/// The traces service is scoped by the run's own team (header `X-Prime-Team-ID`), not the active
+/// one: a team run's traces are invisible under another scope. Reading the run also tells a
+/// run that does not exist (or is not visible) from one with no traces yet.
+async fn run_scope(state: &AppState, run_id: &str) -> Result<TeamScope, ToolError> {
+    let run = crate::runs::fetch_run(state, run_id).await?;
+    Ok(match run.team_id {
+        Some(t) => TeamScope::Team(t),
+        None => TeamScope::Personal,
+    })
+}
+
 fn trace_error(run_id: &str, e: PlatformError) -> ToolError {
     match e {
         PlatformError::NotFound { .. } => ToolError::new(format!(
@@ -149,12 +161,13 @@ fn trace_error(run_id: &str, e: PlatformError) -> ToolError {
 /// One page of traces: of the run, or of one step (through the step's episodes).
 async fn traces_page(
     platform: &PlatformClient,
+    scope: &TeamScope,
     trace_run: &str,
     step: Option<i64>,
     limit: u32,
     cursor: Option<String>,
 ) -> Result<(Vec<TraceSummary>, Option<String>), PlatformError> {
-    let traces = platform.traces();
+    let traces = platform.traces_scoped(scope);
     match step {
         None => {
             let page = traces
@@ -215,13 +228,14 @@ async fn list_traces(
         return Err(ToolError::new("`step` must be 0 or more."));
     }
     let platform = state.platform()?;
-    let runs = trace_runs(platform, &args.run_id, kind).await?;
+    let scope = run_scope(&state, &args.run_id).await?;
+    let runs = trace_runs(platform, &scope, &args.run_id, kind).await?;
     // A cursor belongs to one trace run; eval traces of several trace runs are listed from the
     // first one that has any.
     let mut traces = Vec::new();
     let mut next_cursor = None;
     for trace_run in &runs {
-        let (items, next) = traces_page(platform, trace_run, args.step, limit, args.cursor.clone())
+        let (items, next) = traces_page(platform, &scope, trace_run, args.step, limit, args.cursor.clone())
             .await
             .map_err(|e| trace_error(&args.run_id, e))?;
         traces.extend(items.iter().map(TraceItem::from));
@@ -323,10 +337,11 @@ async fn fetch_traces(
 
     // List every trace first (whole-run pagination), so progress has a total.
     let mut all: Vec<TraceSummary> = Vec::new();
-    for trace_run in trace_runs(platform, &args.run_id, kind).await? {
+    let scope = run_scope(&state, &args.run_id).await?;
+    for trace_run in trace_runs(platform, &scope, &args.run_id, kind).await? {
         let mut cursor = None;
         loop {
-            let (items, next) = traces_page(platform, &trace_run, args.step, 100, cursor.take())
+            let (items, next) = traces_page(platform, &scope, &trace_run, args.step, 100, cursor.take())
                 .await
                 .map_err(|e| trace_error(&args.run_id, e))?;
             all.extend(items);
@@ -343,7 +358,7 @@ async fn fetch_traces(
 
     let total = all.len();
     let progress = call.ctx.meta.get_progress_token();
-    let traces = platform.traces();
+    let traces = platform.traces_scoped(&scope);
     let mut out = FetchTracesOut {
         run_id: args.run_id.clone(),
         dest_dir: dest.display().to_string(),

@@ -658,7 +658,7 @@ pub struct QueueState {
 
 /// The stall judgement. The API has no per-step timestamps, so the pace is the run's own
 /// average: (lastUpdatedAt − startedAt) ÷ latestStep. "Now" is the newest of this server's
-/// clock and every timestamp the platform reported for the run, so a platform clock ahead of
+/// clock, the platform's (its `Date` header) and every timestamp it reported for the run, so a platform clock ahead of
 /// ours never makes a healthy run look stalled.
 pub fn judge_stall(
     started_at: Option<DateTime<Utc>>,
@@ -847,7 +847,10 @@ async fn diagnose_run(
         .and_then(|p| p.last_updated_at.as_deref())
         .and_then(parse_ts);
     let started_at = run.started_at.as_deref().and_then(parse_ts);
-    let mut now = Utc::now();
+    // The platform's own clock (its last `Date` header) when it sent one.
+    let mut now = platform
+        .server_time()
+        .map_or_else(Utc::now, |t| t.max(Utc::now()));
     for t in [parse_ts(&run.updated_at), last_updated, started_at]
         .into_iter()
         .flatten()
