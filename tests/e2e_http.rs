@@ -10,7 +10,9 @@ use common::{PlainClient, World};
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, ServiceExt,
     model::{CallToolRequestParams, ProtocolVersion},
-    transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig},
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -125,8 +127,14 @@ async fn bearer_token_is_required_and_never_forwarded() {
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(s.url.clone()).custom_headers(headers),
     );
-    let client = PlainClient.serve(transport).await.expect("authorised client connects");
-    let r = client.call_tool(CallToolRequestParams::new("list_runs")).await.unwrap();
+    let client = PlainClient
+        .serve(transport)
+        .await
+        .expect("authorised client connects");
+    let r = client
+        .call_tool(CallToolRequestParams::new("list_runs"))
+        .await
+        .unwrap();
     assert_ne!(r.is_error, Some(true), "{r:?}");
     client.cancel().await.unwrap();
     let log = w.sandbox.request_log();
@@ -154,15 +162,32 @@ async fn wrong_host_or_origin_is_forbidden_and_big_bodies_are_refused() {
         }
         req.send()
     };
-    assert_eq!(post(Some("evil.example"), None).await.unwrap().status(), 403);
-    assert_eq!(post(None, Some("https://evil.example")).await.unwrap().status(), 403);
-    assert_ne!(post(None, Some("http://localhost:3000")).await.unwrap().status(), 403);
+    assert_eq!(
+        post(Some("evil.example"), None).await.unwrap().status(),
+        403
+    );
+    assert_eq!(
+        post(None, Some("https://evil.example"))
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    assert_ne!(
+        post(None, Some("http://localhost:3000"))
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
     let big = "x".repeat(2 << 20);
     let resp = http
         .post(&s.url)
         .header("Accept", "application/json, text/event-stream")
         .header("Content-Type", "application/json")
-        .body(format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{big}\"}}}}"))
+        .body(format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{big}\"}}}}"
+        ))
         .send()
         .await
         .unwrap();
@@ -178,7 +203,10 @@ async fn off_loopback_without_a_token_does_not_start() {
         .env_clear()
         .envs(w.env(0))
         .output();
-    let out = tokio::time::timeout(Duration::from_secs(30), out).await.unwrap().unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), out)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--auth-token-file"), "{stderr}");
@@ -204,13 +232,22 @@ async fn a_real_client_without_the_token_fails_fast_instead_of_hanging() {
                     .map(|_| ())
                     .map_err(|e| e.to_string())
             } else {
-                PlainClient.serve(transport).await.map(|_| ()).map_err(|e| e.to_string())
+                PlainClient
+                    .serve(transport)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
             }
         };
         let outcome = tokio::time::timeout(Duration::from_secs(15), attempt)
             .await
             .unwrap_or_else(|_| panic!("{era}: the client hung on a 401"));
         let e = outcome.expect_err("connecting without the token must fail");
-        assert!(e.contains("401") || e.to_lowercase().contains("unauthorized") || e.to_lowercase().contains("auth"), "{era}: {e}");
+        assert!(
+            e.contains("401")
+                || e.to_lowercase().contains("unauthorized")
+                || e.to_lowercase().contains("auth"),
+            "{era}: {e}"
+        );
     }
 }

@@ -10,8 +10,8 @@ use factory_sandbox::{FaultEffect, FaultRule};
 use rmcp::{
     ClientHandler, ErrorData,
     model::{
-        CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
-        ElicitResult, ElicitationAction, Implementation, InputResponses,
+        CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig,
+        ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, InputResponses,
     },
     service::{RequestContext, RoleClient},
 };
@@ -75,7 +75,10 @@ impl ClientHandler for Confirming {
             ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
             _ => String::new(),
         };
-        assert!(msg.contains("Owner:") && msg.contains("Price:"), "question lacks the summary: {msg}");
+        assert!(
+            msg.contains("Owner:") && msg.contains("Price:"),
+            "question lacks the summary: {msg}"
+        );
         Ok(if self.accept {
             ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirm": true}))
         } else {
@@ -85,10 +88,20 @@ impl ClientHandler for Confirming {
 }
 
 fn plan_mode_args() -> Vec<&'static str> {
-    vec!["--confirm", "plan", "--max-cost-per-hour-usd", "1000", "--max-active-cost-per-hour-usd", "5000"]
+    vec![
+        "--confirm",
+        "plan",
+        "--max-cost-per-hour-usd",
+        "1000",
+        "--max-active-cost-per-hour-usd",
+        "5000",
+    ]
 }
 
-async fn plan<H: ClientHandler>(c: &rmcp::service::RunningService<RoleClient, H>, args: Value) -> Value {
+async fn plan<H: ClientHandler>(
+    c: &rmcp::service::RunningService<RoleClient, H>,
+    args: Value,
+) -> Value {
     ok(&call(c, "plan_run", args).await)
 }
 
@@ -114,7 +127,12 @@ fn approve(w: &World, plan_id: &str, answer: &str) -> std::process::Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn approve");
-    child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -122,14 +140,26 @@ fn approve(w: &World, plan_id: &str, answer: &str) -> std::process::Output {
 async fn a_unknown_or_expired_plans_dispatch_nothing() {
     let w = World::new().await;
     let c = w.client(0, &plan_mode_args(), Era::Modern).await;
-    let msg = err(&call(&c, "launch_run", json!({"plan_id": "plan_doesnotexist00000000"})).await);
-    assert!(msg.contains("Unknown plan") && msg.contains("plan_run"), "{msg}");
+    let msg = err(&call(
+        &c,
+        "launch_run",
+        json!({"plan_id": "plan_doesnotexist00000000"}),
+    )
+    .await);
+    assert!(
+        msg.contains("Unknown plan") && msg.contains("plan_run"),
+        "{msg}"
+    );
     // A plan whose time ran out (TTL of 0 seconds) is refused.
     c.cancel().await.unwrap();
     let mut args = plan_mode_args();
     args.extend(["--plan-ttl-seconds", "1"]);
     let c = w.client(0, &args, Era::Modern).await;
-    let p = plan(&c, json!({"config_toml": config("exp-run", 5), "team_id": TEAM})).await;
+    let p = plan(
+        &c,
+        json!({"config_toml": config("exp-run", 5), "team_id": TEAM}),
+    )
+    .await;
     // Expiry is compared with the wall clock; the plan's TTL is 1 s, so wait it out once.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let msg = err(&call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await);
@@ -142,15 +172,26 @@ async fn a_unknown_or_expired_plans_dispatch_nothing() {
 async fn b_without_elicitation_a_person_approves_in_the_terminal() {
     let w = World::new().await;
     let c = w.client(0, &[], Era::Legacy).await;
-    let p = plan(&c, json!({"config_toml": config("term-run", 5), "team_id": TEAM})).await;
+    let p = plan(
+        &c,
+        json!({"config_toml": config("term-run", 5), "team_id": TEAM}),
+    )
+    .await;
     let id = p["plan_id"].as_str().unwrap();
     let msg = err(&call(&c, "launch_run", json!({"plan_id": id})).await);
     assert!(msg.contains(&format!("factory-mcp approve {id}")), "{msg}");
     assert_eq!(w.sandbox.create_requests(), 0);
 
     let out = approve(&w, id, "y\n");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Owner:"), "approve shows the summary");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Owner:"),
+        "approve shows the summary"
+    );
     let launched = ok(&call(&c, "launch_run", json!({"plan_id": id})).await);
     assert_eq!(launched["deduplicated"], false);
     let again = ok(&call(&c, "launch_run", json!({"plan_id": id})).await);
@@ -160,7 +201,11 @@ async fn b_without_elicitation_a_person_approves_in_the_terminal() {
     assert_eq!(w.sandbox.create_requests(), 1);
 
     // A refusal in the terminal means no run, now or later.
-    let p = plan(&c, json!({"config_toml": config("refused-run", 6), "team_id": TEAM})).await;
+    let p = plan(
+        &c,
+        json!({"config_toml": config("refused-run", 6), "team_id": TEAM}),
+    )
+    .await;
     let id = p["plan_id"].as_str().unwrap();
     let out = approve(&w, id, "n\n");
     assert!(!out.status.success());
@@ -175,11 +220,19 @@ async fn c_elicitation_accept_launches_once_and_decline_launches_nothing_in_both
     for era in [Era::Modern, Era::Legacy] {
         let w = World::new().await;
         for accept in [true, false] {
-            let name = format!("elicit-{}-{}", if era == Era::Modern { "m" } else { "l" }, accept);
+            let name = format!(
+                "elicit-{}-{}",
+                if era == Era::Modern { "m" } else { "l" },
+                accept
+            );
             let c = connect(Confirming { accept }, w.transport(w.env(0), &[]), era).await;
             // Distinct configs: the same config twice would be refused as a duplicate.
             let steps = if accept { 5 } else { 6 };
-            let p = plan(&c, json!({"config_toml": config(&name, steps), "team_id": TEAM})).await;
+            let p = plan(
+                &c,
+                json!({"config_toml": config(&name, steps), "team_id": TEAM}),
+            )
+            .await;
             let r = call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await;
             if accept {
                 let out = ok(&r);
@@ -197,11 +250,25 @@ async fn c_elicitation_accept_launches_once_and_decline_launches_nothing_in_both
 #[tokio::test]
 async fn c_replayed_or_tampered_request_state_is_refused() {
     let w = World::new().await;
-    let c = connect(Confirming { accept: true }, w.transport(w.env(0), &[]), Era::Modern).await;
-    let p = plan(&c, json!({"config_toml": config("mrtr-run", 5), "team_id": TEAM})).await;
-    let params = CallToolRequestParams::new("launch_run")
-        .with_arguments(json!({"plan_id": p["plan_id"]}).as_object().unwrap().clone());
-    let CallToolResponse::InputRequired(ir) = c.call_tool_once(params.clone()).await.unwrap() else {
+    let c = connect(
+        Confirming { accept: true },
+        w.transport(w.env(0), &[]),
+        Era::Modern,
+    )
+    .await;
+    let p = plan(
+        &c,
+        json!({"config_toml": config("mrtr-run", 5), "team_id": TEAM}),
+    )
+    .await;
+    let params = CallToolRequestParams::new("launch_run").with_arguments(
+        json!({"plan_id": p["plan_id"]})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let CallToolResponse::InputRequired(ir) = c.call_tool_once(params.clone()).await.unwrap()
+    else {
         panic!("expected an input-required round trip");
     };
     let state = ir.request_state.clone().expect("sealed state");
@@ -209,28 +276,51 @@ async fn c_replayed_or_tampered_request_state_is_refused() {
         let mut responses = InputResponses::new();
         responses.insert(
             "confirm".into(),
-            serde_json::to_value(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirm": true}))).unwrap(),
+            serde_json::to_value(
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirm": true})),
+            )
+            .unwrap(),
         );
-        params.clone().with_request_state(s).with_input_responses(responses)
+        params
+            .clone()
+            .with_request_state(s)
+            .with_input_responses(responses)
     };
     // Tampered: one character changed.
     let mut bad = state.clone().into_bytes();
     let i = bad.len() / 2;
     bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };
-    let r = c.call_tool_once(accept(String::from_utf8(bad).unwrap())).await.unwrap();
-    let CallToolResponse::Complete(r) = r else { panic!("expected a complete answer") };
+    let r = c
+        .call_tool_once(accept(String::from_utf8(bad).unwrap()))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(r) = r else {
+        panic!("expected a complete answer")
+    };
     assert!(err(&r).contains("invalid"), "{}", text(&r));
     // A decline uses the state up; replaying it with an accept is refused.
     let mut responses = InputResponses::new();
-    responses.insert("confirm".into(), serde_json::to_value(ElicitResult::new(ElicitationAction::Decline)).unwrap());
+    responses.insert(
+        "confirm".into(),
+        serde_json::to_value(ElicitResult::new(ElicitationAction::Decline)).unwrap(),
+    );
     let declined = c
-        .call_tool_once(params.clone().with_request_state(state.clone()).with_input_responses(responses))
+        .call_tool_once(
+            params
+                .clone()
+                .with_request_state(state.clone())
+                .with_input_responses(responses),
+        )
         .await
         .unwrap();
-    let CallToolResponse::Complete(declined) = declined else { panic!() };
+    let CallToolResponse::Complete(declined) = declined else {
+        panic!()
+    };
     assert!(err(&declined).contains("declined"));
     let replay = c.call_tool_once(accept(state)).await.unwrap();
-    let CallToolResponse::Complete(replay) = replay else { panic!() };
+    let CallToolResponse::Complete(replay) = replay else {
+        panic!()
+    };
     assert!(err(&replay).contains("already used"), "{}", text(&replay));
     assert!(runs_named(&w, "mrtr-run").is_empty());
     c.cancel().await.unwrap();
@@ -242,7 +332,11 @@ async fn d_a_config_edited_after_planning_must_be_replanned() {
     std::fs::write(w.workspace.path().join("run.toml"), config("edited-run", 5)).unwrap();
     let c = w.client(0, &plan_mode_args(), Era::Modern).await;
     let p = plan(&c, json!({"config_path": "run.toml", "team_id": TEAM})).await;
-    std::fs::write(w.workspace.path().join("run.toml"), config("edited-run", 50)).unwrap();
+    std::fs::write(
+        w.workspace.path().join("run.toml"),
+        config("edited-run", 50),
+    )
+    .unwrap();
     let msg = err(&call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await);
     assert!(msg.contains("re-plan"), "{msg}");
     assert_eq!(w.sandbox.create_requests(), 0);
@@ -254,9 +348,15 @@ async fn e_budgets_refuse_with_the_figures() {
     let w = World::new().await;
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--max-gpus-per-run", "1"], "max_gpus_per_run"),
-        (vec!["--max-cost-per-hour-usd", "0.5"], "max_cost_per_hour_usd"),
+        (
+            vec!["--max-cost-per-hour-usd", "0.5"],
+            "max_cost_per_hour_usd",
+        ),
         (vec!["--max-active-runs", "1"], "max_active_runs"),
-        (vec!["--max-active-cost-per-hour-usd", "0.5"], "max_active_cost_per_hour_usd"),
+        (
+            vec!["--max-active-cost-per-hour-usd", "0.5"],
+            "max_active_cost_per_hour_usd",
+        ),
     ];
     // One active run of the owner already exists for the active-run caps.
     w.create_run(0, "already-active", 50, Some(TEAM)).await;
@@ -264,7 +364,10 @@ async fn e_budgets_refuse_with_the_figures() {
         let c = w.client(0, &flags, Era::Modern).await;
         let msg = err(&call(&c, "plan_run", json!({"config_toml": config("budget-run", 5), "team_id": TEAM, "gpu_type": "H100_80GB"})).await);
         assert!(msg.contains(key), "{key}: {msg}");
-        assert!(msg.chars().any(|ch| ch.is_ascii_digit()), "{key}: no figures in {msg}");
+        assert!(
+            msg.chars().any(|ch| ch.is_ascii_digit()),
+            "{key}: no figures in {msg}"
+        );
         c.cancel().await.unwrap();
     }
     assert_eq!(w.sandbox.create_requests(), 1, "only the seeding create");
@@ -277,7 +380,12 @@ async fn f_g_secret_values_are_refused_everywhere_and_never_stored() {
     let wandb = "0123456789abcdef0123456789abcdef01234567";
     let mut env = w.env(0);
     env.push(("WANDB_API_KEY".into(), wandb.into()));
-    let c = connect(PlainClient, w.transport(env, &plan_mode_args()), Era::Modern).await;
+    let c = connect(
+        PlainClient,
+        w.transport(env, &plan_mode_args()),
+        Era::Modern,
+    )
+    .await;
     let base = config("secret-run", 5);
     let cases = vec![
         json!({"config_toml": base, "team_id": TEAM, "run_name": hf}),
@@ -289,26 +397,44 @@ async fn f_g_secret_values_are_refused_everywhere_and_never_stored() {
     for args in cases {
         let r = call(&c, "plan_run", args.clone()).await;
         let msg = err(&r);
-        assert!(!msg.contains(hf) && !msg.contains(wandb), "value echoed: {msg}");
+        assert!(
+            !msg.contains(hf) && !msg.contains(wandb),
+            "value echoed: {msg}"
+        );
         assert!(msg.contains("secret") || msg.contains("value"), "{msg}");
     }
     for name in ["PRIME_API_KEY", "AWS_SECRET_ACCESS_KEY"] {
-        let msg = err(&call(&c, "plan_run", json!({"config_toml": base, "team_id": TEAM, "env": [name]})).await);
+        let msg = err(&call(
+            &c,
+            "plan_run",
+            json!({"config_toml": base, "team_id": TEAM, "env": [name]}),
+        )
+        .await);
         assert!(msg.contains("WANDB_API_KEY and HF_TOKEN"), "{msg}");
     }
     // A commit SHA as source_ref is no secret.
     let sha = "4f2c1e9d8b7a6c5d4e3f2a1b0c9d8e7f6a5b4c3d";
-    let p = plan(&c, json!({"config_toml": base, "team_id": TEAM, "source_ref": sha, "env": ["WANDB_API_KEY"]})).await;
+    let p = plan(
+        &c,
+        json!({"config_toml": base, "team_id": TEAM, "source_ref": sha, "env": ["WANDB_API_KEY"]}),
+    )
+    .await;
     let launched = ok(&call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await);
     assert!(!launched["run_id"].as_str().unwrap().is_empty());
     c.cancel().await.unwrap();
     // The values appear nowhere we keep: results (checked above), stderr, the state database.
     let stderr = std::fs::read_to_string(w.stderr_path()).unwrap_or_default();
-    assert!(!stderr.contains(hf) && !stderr.contains(wandb), "secret in stderr");
+    assert!(
+        !stderr.contains(hf) && !stderr.contains(wandb),
+        "secret in stderr"
+    );
     for entry in std::fs::read_dir(w.state_dir()).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
         let hay = String::from_utf8_lossy(&bytes);
-        assert!(!hay.contains(hf) && !hay.contains(wandb), "secret in the state directory");
+        assert!(
+            !hay.contains(hf) && !hay.contains(wandb),
+            "secret in the state directory"
+        );
     }
 }
 
@@ -321,7 +447,11 @@ async fn h_a_dropped_answer_is_reconciled_into_the_one_run_that_exists() {
         args.extend(["--create-timeout-s", "1"]);
         let c = w.client(0, &args, Era::Modern).await;
         let name = format!("drop-run-{effect:?}").to_lowercase();
-        let p = plan(&c, json!({"config_toml": config(&name, 5), "team_id": TEAM})).await;
+        let p = plan(
+            &c,
+            json!({"config_toml": config(&name, 5), "team_id": TEAM}),
+        )
+        .await;
         let mut rule = FaultRule::new("/api/v1/training/runs", effect);
         rule.method = Some("POST".into());
         rule.times = Some(1);
@@ -339,7 +469,11 @@ async fn h_a_dropped_answer_is_reconciled_into_the_one_run_that_exists() {
         } else {
             // A reset before handling created nothing, but the client cannot know that: it
             // refuses to dispatch again until a late create would be visible, then does so once.
-            assert!(err(&first).to_lowercase().contains("call launch_run again"), "{}", text(&first));
+            assert!(
+                err(&first).to_lowercase().contains("call launch_run again"),
+                "{}",
+                text(&first)
+            );
             let mut launched = None;
             for _ in 0..40 {
                 let r = call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await;
@@ -347,7 +481,10 @@ async fn h_a_dropped_answer_is_reconciled_into_the_one_run_that_exists() {
                     launched = Some(ok(&r));
                     break;
                 }
-                assert!(runs_named(&w, &name).is_empty(), "dispatched while the outcome was unknown");
+                assert!(
+                    runs_named(&w, &name).is_empty(),
+                    "dispatched while the outcome was unknown"
+                );
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             let launched = launched.expect("dispatches once the window has passed");
@@ -363,14 +500,22 @@ async fn h_a_dropped_answer_is_reconciled_into_the_one_run_that_exists() {
 async fn h_a_client_that_cancels_mid_dispatch_never_causes_a_second_run() {
     let w = World::new().await;
     let c = w.client(0, &plan_mode_args(), Era::Modern).await;
-    let p = plan(&c, json!({"config_toml": config("cancel-run", 5), "team_id": TEAM})).await;
+    let p = plan(
+        &c,
+        json!({"config_toml": config("cancel-run", 5), "team_id": TEAM}),
+    )
+    .await;
     let mut rule = FaultRule::new("/api/v1/training/runs", FaultEffect::DelayAfterCommit);
     rule.method = Some("POST".into());
     rule.delay_ms = Some(1500);
     rule.times = Some(1);
     w.sandbox.add_fault(rule);
-    let params = CallToolRequestParams::new("launch_run")
-        .with_arguments(json!({"plan_id": p["plan_id"]}).as_object().unwrap().clone());
+    let params = CallToolRequestParams::new("launch_run").with_arguments(
+        json!({"plan_id": p["plan_id"]})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
     // Give up on the call while the platform is still answering.
     let _ = tokio::time::timeout(Duration::from_millis(300), c.call_tool(params)).await;
     // Retries until the in-flight dispatch settles, then the same run comes back.
@@ -381,7 +526,11 @@ async fn h_a_client_that_cancels_mid_dispatch_never_causes_a_second_run() {
             out = Some(ok(&r));
             break;
         }
-        assert!(text(&r).contains("in progress") || text(&r).contains("again"), "{}", text(&r));
+        assert!(
+            text(&r).contains("in progress") || text(&r).contains("again"),
+            "{}",
+            text(&r)
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let out = out.expect("the launch settles");
@@ -397,7 +546,11 @@ async fn i_concurrent_launches_and_two_servers_make_one_run() {
     let w = World::new().await;
     let a = w.client(0, &plan_mode_args(), Era::Modern).await;
     let b = w.client(0, &plan_mode_args(), Era::Legacy).await;
-    let p = plan(&a, json!({"config_toml": config("race-run", 5), "team_id": TEAM})).await;
+    let p = plan(
+        &a,
+        json!({"config_toml": config("race-run", 5), "team_id": TEAM}),
+    )
+    .await;
     let args = json!({"plan_id": p["plan_id"]});
     let (r1, r2, r3) = tokio::join!(
         call(&a, "launch_run", args.clone()),
@@ -424,7 +577,11 @@ async fn i_concurrent_launches_and_two_servers_make_one_run() {
 async fn j_a_plan_survives_a_server_restart_and_launches_once() {
     let w = World::new().await;
     let c = w.client(0, &plan_mode_args(), Era::Modern).await;
-    let p = plan(&c, json!({"config_toml": config("restart-run", 5), "team_id": TEAM})).await;
+    let p = plan(
+        &c,
+        json!({"config_toml": config("restart-run", 5), "team_id": TEAM}),
+    )
+    .await;
     c.cancel().await.unwrap();
     let c = w.client(0, &plan_mode_args(), Era::Legacy).await;
     let first = ok(&call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await);
@@ -448,14 +605,29 @@ async fn k_stopping_twice_sends_one_stop() {
     assert_eq!(first["already_stopped"], false);
     let second = ok(&call(&c, "stop_run", json!({"run_id": run})).await);
     assert_eq!(second["already_stopped"], true);
-    let stops = w.sandbox.request_log().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/stop")).count();
+    let stops = w
+        .sandbox
+        .request_log()
+        .iter()
+        .filter(|r| r.method == "PUT" && r.path.ends_with("/stop"))
+        .count();
     assert_eq!(stops, 1);
-    let msg = err(&call(&c, "stop_run", json!({"run_id": "cnotarun00000000000000000"})).await);
+    let msg = err(&call(
+        &c,
+        "stop_run",
+        json!({"run_id": "cnotarun00000000000000000"}),
+    )
+    .await);
     assert!(msg.contains("not found"), "{msg}");
     // With then_report, a stop ends with the end-of-run report.
     let other = w.create_run(0, "stop-and-report", 50, None).await;
     w.advance(20);
-    let out = ok(&call(&c, "stop_run", json!({"run_id": other, "then_report": true})).await);
+    let out = ok(&call(
+        &c,
+        "stop_run",
+        json!({"run_id": other, "then_report": true}),
+    )
+    .await);
     assert_eq!(out["status"], "STOPPED");
     assert_eq!(out["report"]["run_id"], other.as_str(), "{out}");
     c.cancel().await.unwrap();
@@ -465,9 +637,21 @@ async fn k_stopping_twice_sends_one_stop() {
 async fn l_owner_must_be_chosen_when_the_key_acts_for_teams() {
     let w = World::new().await;
     let c = w.client(0, &plan_mode_args(), Era::Modern).await;
-    let msg = err(&call(&c, "plan_run", json!({"config_toml": config("owner-run", 5)})).await);
-    assert!(msg.contains("Owner ambiguous") && msg.contains(TEAM), "{msg}");
-    let p = plan(&c, json!({"config_toml": config("owner-run", 5), "team_id": TEAM})).await;
+    let msg = err(&call(
+        &c,
+        "plan_run",
+        json!({"config_toml": config("owner-run", 5)}),
+    )
+    .await);
+    assert!(
+        msg.contains("Owner ambiguous") && msg.contains(TEAM),
+        "{msg}"
+    );
+    let p = plan(
+        &c,
+        json!({"config_toml": config("owner-run", 5), "team_id": TEAM}),
+    )
+    .await;
     assert_eq!(p["owner"], TEAM);
     let launched = ok(&call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await);
     let run = w.sandbox.run(launched["run_id"].as_str().unwrap()).unwrap();
@@ -486,14 +670,25 @@ async fn m_a_config_that_failed_for_good_is_not_relaunched_blindly() {
     ok(&call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await);
     w.advance(60);
     let p2 = plan(&c, json!({"config_toml": cfg, "team_id": TEAM})).await;
-    assert!(p2["blocked"].as_str().unwrap().contains("out of memory"), "{p2}");
+    assert!(
+        p2["blocked"].as_str().unwrap().contains("out of memory"),
+        "{p2}"
+    );
     let msg = err(&call(&c, "launch_run", json!({"plan_id": p2["plan_id"]})).await);
     assert!(msg.contains("relaunch_after_failure"), "{msg}");
     // A changed config is a new config.
-    let p3 = plan(&c, json!({"config_toml": config("oom-run", 6), "team_id": TEAM})).await;
+    let p3 = plan(
+        &c,
+        json!({"config_toml": config("oom-run", 6), "team_id": TEAM}),
+    )
+    .await;
     assert!(p3["blocked"].is_null());
     // Or the person insists.
-    let p4 = plan(&c, json!({"config_toml": cfg, "team_id": TEAM, "relaunch_after_failure": true})).await;
+    let p4 = plan(
+        &c,
+        json!({"config_toml": cfg, "team_id": TEAM, "relaunch_after_failure": true}),
+    )
+    .await;
     assert!(p4["blocked"].is_null());
     ok(&call(&c, "launch_run", json!({"plan_id": p4["plan_id"]})).await);
     assert_eq!(runs_named(&w, "oom-run").len(), 2);
@@ -534,7 +729,10 @@ async fn n_a_missing_volume_is_named_and_created_exactly_once() {
     advance.abort();
     let launched = launched.expect("launched after the volume came up");
     let log = w.sandbox.request_log();
-    let creates = log.iter().filter(|r| r.method == "POST" && r.path.ends_with("/training/volumes")).count();
+    let creates = log
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/training/volumes"))
+        .count();
     assert_eq!(creates, 1, "exactly one volume create");
     let run = w.sandbox.run(launched["run_id"].as_str().unwrap()).unwrap();
     assert_eq!(run["run"]["volumeName"], "fresh-vol");

@@ -4,17 +4,27 @@
 
 mod common;
 
-use common::{Era, PlainClient, World, call, connect, err, ok, text};
+use common::{Era, PlainClient, World, call, connect, err, ok};
 use factory_sandbox::{FaultEffect, FaultRule};
 use rmcp::{
     ClientHandler, ErrorData,
-    model::{ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation},
+    model::{
+        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+        Implementation,
+    },
     service::{RequestContext, RoleClient},
 };
 use serde_json::json;
 
 fn plan_mode() -> Vec<&'static str> {
-    vec!["--confirm", "plan", "--max-cost-per-hour-usd", "1000", "--max-active-cost-per-hour-usd", "5000"]
+    vec![
+        "--confirm",
+        "plan",
+        "--max-cost-per-hour-usd",
+        "1000",
+        "--max-active-cost-per-hour-usd",
+        "5000",
+    ]
 }
 
 fn runs_named(w: &World, name: &str) -> Vec<serde_json::Value> {
@@ -36,7 +46,11 @@ impl ClientHandler for Yes {
             Implementation::new("yes-client", "0.0.1"),
         )
     }
-    async fn create_elicitation(&self, _: ElicitRequestParams, _: RequestContext<RoleClient>) -> Result<ElicitResult, ErrorData> {
+    async fn create_elicitation(
+        &self,
+        _: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
         Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirm": true})))
     }
 }
@@ -51,12 +65,18 @@ async fn pause_then_resume_makes_exactly_one_new_run_even_when_the_answer_is_los
     assert_eq!(paused["status"], "PAUSED");
     // Resuming needs a plan; a plan for a config is not a resume plan.
     let p = ok(&call(&c, "plan_run", json!({"resume_from": run})).await);
-    assert!(p["summary"].as_str().unwrap().contains("NEW billable run"), "{p}");
+    assert!(
+        p["summary"].as_str().unwrap().contains("NEW billable run"),
+        "{p}"
+    );
     assert!(p["price_per_hour_usd"].is_number(), "{p}");
     let msg = err(&call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await);
     assert!(msg.contains("resume_run"), "{msg}");
     // The resume's answer is lost once; the retry finds the run instead of resuming again.
-    let mut rule = FaultRule::new(format!("/api/v1/training/runs/{run}/resume"), FaultEffect::DropAfterCommit);
+    let mut rule = FaultRule::new(
+        format!("/api/v1/training/runs/{run}/resume"),
+        FaultEffect::DropAfterCommit,
+    );
     rule.times = Some(1);
     w.sandbox.add_fault(rule);
     let first = call(&c, "resume_run", json!({"plan_id": p["plan_id"]})).await;
@@ -70,7 +90,10 @@ async fn pause_then_resume_makes_exactly_one_new_run_even_when_the_answer_is_los
     }
     // A second resume plan of the same run is refused: it was resumed already.
     let again = err(&call(&c, "plan_run", json!({"resume_from": run})).await);
-    assert!(again.contains("already") || again.contains("only a PAUSED run"), "{again}");
+    assert!(
+        again.contains("already") || again.contains("only a PAUSED run"),
+        "{again}"
+    );
     c.cancel().await.unwrap();
 }
 
@@ -104,7 +127,12 @@ async fn restart_only_runs_that_are_running() {
     w.advance(20);
     let out = ok(&call(&c, "restart_run", json!({"run_id": run})).await);
     assert_eq!(out["run_id"], run.as_str());
-    let restarts = w.sandbox.request_log().iter().filter(|r| r.path.ends_with("/restart")).count();
+    let restarts = w
+        .sandbox
+        .request_log()
+        .iter()
+        .filter(|r| r.path.ends_with("/restart"))
+        .count();
     assert_eq!(restarts, 1);
     c.cancel().await.unwrap();
 }
@@ -127,7 +155,10 @@ async fn delete_is_refused_while_running_and_always_confirmed_by_a_person() {
         .unwrap()
         .trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_')
         .to_string();
-    assert!(w.sandbox.run(&run).is_some(), "nothing deleted before approval");
+    assert!(
+        w.sandbox.run(&run).is_some(),
+        "nothing deleted before approval"
+    );
     // A person approves the intent in a terminal; the next call deletes.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_factory-mcp"))
         .args(["approve", &intent, "--yes", "--state-dir"])
@@ -136,8 +167,17 @@ async fn delete_is_refused_while_running_and_always_confirmed_by_a_person() {
         .env("HOME", w.home.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let deleted = ok(&call(&c, "delete_run", json!({"run_id": run, "intent_id": intent})).await);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deleted = ok(&call(
+        &c,
+        "delete_run",
+        json!({"run_id": run, "intent_id": intent}),
+    )
+    .await);
     assert_eq!(deleted["deleted"], true);
     assert!(w.sandbox.run(&run).is_none(), "the run is gone");
     c.cancel().await.unwrap();

@@ -22,8 +22,14 @@ async fn every_read_tool_answers_for_a_running_run_in_both_eras() {
         let key = w.key(0);
         let masked = who["api_key"].as_str().unwrap();
         assert!(masked.ends_with(&key[key.len() - 4..]), "{masked}");
-        assert!(!text(&call(&c, "whoami", json!({})).await).contains(&key), "full key leaked");
-        assert!(masked.chars().filter(|c| c.is_ascii_alphanumeric()).count() <= 4, "{masked}");
+        assert!(
+            !text(&call(&c, "whoami", json!({})).await).contains(&key),
+            "full key leaked"
+        );
+        assert!(
+            masked.chars().filter(|c| c.is_ascii_alphanumeric()).count() <= 4,
+            "{masked}"
+        );
         assert_eq!(who["team"], Value::Null);
 
         let teams = ok(&call(&c, "list_teams", json!({})).await);
@@ -32,10 +38,22 @@ async fn every_read_tool_answers_for_a_running_run_in_both_eras() {
         let models = ok(&call(&c, "list_models", json!({})).await);
         assert!(models["models"].as_array().unwrap().len() >= 3);
         let gpus = ok(&call(&c, "list_gpus", json!({})).await);
-        assert!(gpus["gpus"].as_array().unwrap().iter().any(|g| g["price_per_gpu_hour"].is_number()));
+        assert!(
+            gpus["gpus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["price_per_gpu_hour"].is_number())
+        );
 
         let runs = ok(&call(&c, "list_runs", json!({})).await);
-        assert!(runs["runs"].as_array().unwrap().iter().any(|r| r["id"] == run.as_str()));
+        assert!(
+            runs["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["id"] == run.as_str())
+        );
         let running = ok(&call(&c, "list_runs", json!({"status": "RUNNING"})).await);
         assert_eq!(running["runs"][0]["id"], run.as_str());
         let completed = ok(&call(&c, "list_runs", json!({"status": "COMPLETED"})).await);
@@ -45,7 +63,12 @@ async fn every_read_tool_answers_for_a_running_run_in_both_eras() {
         let got = ok(&call(&c, "get_run", json!({"run_id": run})).await);
         assert_eq!(got["run"]["id"], run.as_str());
         assert_eq!(got["run"]["status"], "RUNNING");
-        assert!(got["run"]["dashboard_url"].as_str().unwrap().ends_with(&run));
+        assert!(
+            got["run"]["dashboard_url"]
+                .as_str()
+                .unwrap()
+                .ends_with(&run)
+        );
 
         let comps = ok(&call(&c, "get_components", json!({"run_id": run})).await);
         assert_eq!(comps["components"][0]["component"], "orchestrator");
@@ -53,7 +76,12 @@ async fn every_read_tool_answers_for_a_running_run_in_both_eras() {
         let logs = ok(&call(&c, "get_logs", json!({"run_id": run})).await);
         assert_eq!(logs["state"], "ok");
         assert!(logs["line_count"].as_u64().unwrap() > 0);
-        let tail = ok(&call(&c, "get_logs", json!({"run_id": run, "component": "trainer", "tail": 5})).await);
+        let tail = ok(&call(
+            &c,
+            "get_logs",
+            json!({"run_id": run, "component": "trainer", "tail": 5}),
+        )
+        .await);
         assert!(tail["line_count"].as_u64().unwrap() <= 5);
         assert!(tail["line_count"].as_u64().unwrap() > 0);
 
@@ -63,20 +91,34 @@ async fn every_read_tool_answers_for_a_running_run_in_both_eras() {
         // `limit` keeps the newest records.
         let newest = ok(&call(&c, "get_metrics", json!({"run_id": run, "limit": 2})).await);
         let all = metrics["metrics"].as_array().unwrap();
-        assert_eq!(newest["metrics"].as_array().unwrap().as_slice(), &all[all.len() - 2..]);
+        assert_eq!(
+            newest["metrics"].as_array().unwrap().as_slice(),
+            &all[all.len() - 2..]
+        );
         assert_eq!(newest["truncated"], true);
 
         let progress = ok(&call(&c, "get_progress", json!({"run_id": run})).await);
         assert!(progress["latest_step"].as_i64().unwrap() >= 5, "{progress}");
 
         let ckpts = ok(&call(&c, "list_checkpoints", json!({"run_id": run})).await);
-        assert!(!ckpts["checkpoints"].as_array().unwrap().is_empty(), "{ckpts}");
+        assert!(
+            !ckpts["checkpoints"].as_array().unwrap().is_empty(),
+            "{ckpts}"
+        );
 
         let traces = ok(&call(&c, "list_traces", json!({"run_id": run, "limit": 5})).await);
         assert_eq!(traces["traces"].as_array().unwrap().len(), 5);
         assert!(traces["next_cursor"].is_string());
-        let next = ok(&call(&c, "list_traces", json!({"run_id": run, "limit": 5, "cursor": traces["next_cursor"]})).await);
-        assert_ne!(next["traces"][0]["trace_id"], traces["traces"][0]["trace_id"]);
+        let next = ok(&call(
+            &c,
+            "list_traces",
+            json!({"run_id": run, "limit": 5, "cursor": traces["next_cursor"]}),
+        )
+        .await);
+        assert_ne!(
+            next["traces"][0]["trace_id"],
+            traces["traces"][0]["trace_id"]
+        );
         let step1 = ok(&call(&c, "list_traces", json!({"run_id": run, "step": 1})).await);
         assert!(!step1["traces"].as_array().unwrap().is_empty(), "{step1}");
         let eval = ok(&call(&c, "list_traces", json!({"run_id": run, "kind": "eval"})).await);
@@ -94,7 +136,12 @@ async fn fetch_traces_writes_byte_exact_files_and_resumes() {
     w.advance(RUNNING_WITH_STEPS_S);
     let c = w.client(0, &[], Era::Modern).await;
 
-    let first = ok(&call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "traces", "step": 2})).await);
+    let first = ok(&call(
+        &c,
+        "fetch_traces",
+        json!({"run_id": run, "dest_dir": "traces", "step": 2}),
+    )
+    .await);
     let listed = first["listed"].as_u64().unwrap();
     assert!(listed > 0);
     assert_eq!(first["downloaded"].as_u64().unwrap(), listed);
@@ -104,7 +151,10 @@ async fn fetch_traces_writes_byte_exact_files_and_resumes() {
         let id = f["trace_id"].as_str().unwrap();
         let on_disk = std::fs::read(f["path"].as_str().unwrap()).unwrap();
         let served = http
-            .get(format!("{}/api/v1/traces/{id}?raw=true", w.sandbox.base_url()))
+            .get(format!(
+                "{}/api/v1/traces/{id}?raw=true",
+                w.sandbox.base_url()
+            ))
             .bearer_auth(w.key(0))
             .send()
             .await
@@ -113,10 +163,23 @@ async fn fetch_traces_writes_byte_exact_files_and_resumes() {
             .await
             .unwrap();
         assert_eq!(on_disk, served.to_vec(), "{id}");
-        assert!(f["path"].as_str().unwrap().starts_with(&w.workspace_path().canonicalize().unwrap().display().to_string()));
+        assert!(
+            f["path"].as_str().unwrap().starts_with(
+                &w.workspace_path()
+                    .canonicalize()
+                    .unwrap()
+                    .display()
+                    .to_string()
+            )
+        );
     }
     // A second call finds every file complete and downloads nothing.
-    let again = ok(&call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "traces", "step": 2})).await);
+    let again = ok(&call(
+        &c,
+        "fetch_traces",
+        json!({"run_id": run, "dest_dir": "traces", "step": 2}),
+    )
+    .await);
     assert_eq!(again["downloaded"], 0);
     assert_eq!(again["skipped"].as_u64().unwrap(), listed);
     // No temporary file is left behind.
@@ -127,9 +190,21 @@ async fn fetch_traces_writes_byte_exact_files_and_resumes() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 
-    let escape = err(&call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "../outside"})).await);
+    let escape = err(&call(
+        &c,
+        "fetch_traces",
+        json!({"run_id": run, "dest_dir": "../outside"}),
+    )
+    .await);
     assert!(escape.contains("dest_dir"), "{escape}");
-    assert!(!w.workspace.path().parent().unwrap().join("outside").exists());
+    assert!(
+        !w.workspace
+            .path()
+            .parent()
+            .unwrap()
+            .join("outside")
+            .exists()
+    );
     c.cancel().await.unwrap();
 }
 
@@ -138,13 +213,27 @@ async fn unknown_and_foreign_runs_are_clear_errors() {
     let w = World::new().await;
     let bobs = w.create_run(1, "bobs-run", 10, None).await;
     let c = w.client(0, &[], Era::Modern).await;
-    let msg = err(&call(&c, "get_run", json!({"run_id": "cnope000000000000000000000"})).await);
-    assert!(msg.contains("cnope000000000000000000000") && msg.contains("list_runs"), "{msg}");
+    let msg = err(&call(
+        &c,
+        "get_run",
+        json!({"run_id": "cnope000000000000000000000"}),
+    )
+    .await);
+    assert!(
+        msg.contains("cnope000000000000000000000") && msg.contains("list_runs"),
+        "{msg}"
+    );
     // Another user's run is invisible: the same answer as a run that does not exist.
     let msg = err(&call(&c, "get_run", json!({"run_id": bobs})).await);
     assert!(msg.contains("not found"), "{msg}");
     let runs = ok(&call(&c, "list_runs", json!({})).await);
-    assert!(!runs["runs"].as_array().unwrap().iter().any(|r| r["id"] == bobs.as_str()));
+    assert!(
+        !runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == bobs.as_str())
+    );
     let msg = err(&call(&c, "get_logs", json!({"run_id": "../../user/whoami"})).await);
     assert!(msg.contains("not a valid run id"), "{msg}");
     c.cancel().await.unwrap();
@@ -160,7 +249,12 @@ async fn logs_of_a_run_not_started_say_so_without_failing() {
     assert!(logs["note"].as_str().unwrap().contains("RUNNING"));
     let bad = err(&call(&c, "get_logs", json!({"run_id": run, "tail": 999999})).await);
     assert!(bad.contains("between 1 and 5000"), "{bad}");
-    let bad = err(&call(&c, "get_logs", json!({"run_id": run, "component": "env-server"})).await);
+    let bad = err(&call(
+        &c,
+        "get_logs",
+        json!({"run_id": run, "component": "env-server"}),
+    )
+    .await);
     assert!(bad.contains("`env`"), "{bad}");
     c.cancel().await.unwrap();
 }
@@ -169,16 +263,34 @@ async fn logs_of_a_run_not_started_say_so_without_failing() {
 async fn read_only_hides_tools_that_write_and_calling_one_is_a_protocol_error() {
     let w = World::new().await;
     let c = w.client(0, &["--read-only"], Era::Modern).await;
-    let names: Vec<String> = c.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    let names: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
     assert!(names.contains(&"get_run".to_string()));
     assert!(!names.contains(&"fetch_traces".to_string()), "{names:?}");
     let r = try_call(&c, "fetch_traces", json!({"run_id": "x", "dest_dir": "d"})).await;
-    assert!(r.is_err(), "a hidden tool must be a protocol error, got {r:?}");
+    assert!(
+        r.is_err(),
+        "a hidden tool must be a protocol error, got {r:?}"
+    );
     c.cancel().await.unwrap();
 
     let c = w.client(0, &["--toolsets", "account"], Era::Legacy).await;
-    let names: Vec<String> = c.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
-    assert_eq!(names, vec!["list_gpus", "list_models", "list_teams", "whoami"]);
+    let names: Vec<String> = c
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["list_gpus", "list_models", "list_teams", "whoami"]
+    );
     c.cancel().await.unwrap();
 }
 
@@ -191,13 +303,19 @@ async fn credentials_problems_get_actionable_answers() {
     env.push(("PRIME_API_KEY".into(), "not-a-valid-key-000000".into()));
     let c = w.client_with_env(env.clone(), &[], Era::Modern).await;
     let msg = err(&call(&c, "whoami", json!({})).await);
-    assert!(msg.contains("PRIME_API_KEY") || msg.contains("prime login"), "{msg}");
+    assert!(
+        msg.contains("PRIME_API_KEY") || msg.contains("prime login"),
+        "{msg}"
+    );
     c.cancel().await.unwrap();
     // No key at all: the server still starts, and tools say how to configure one.
     env.retain(|(k, _)| k != "PRIME_API_KEY");
     let c = w.client_with_env(env, &[], Era::Modern).await;
     let msg = err(&call(&c, "list_runs", json!({})).await);
-    assert!(msg.contains("PRIME_API_KEY") && msg.contains("--sandbox"), "{msg}");
+    assert!(
+        msg.contains("PRIME_API_KEY") && msg.contains("--sandbox"),
+        "{msg}"
+    );
     c.cancel().await.unwrap();
 }
 
@@ -216,9 +334,12 @@ async fn tools_list_is_stable_and_small() {
     c.cancel().await.unwrap();
 }
 
+/// Progress values (and totals) a client received.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(f64, Option<f64>)>>>;
+
 /// A client that records the progress notifications it receives.
 #[derive(Clone, Default)]
-struct ProgressCounter(std::sync::Arc<std::sync::Mutex<Vec<(f64, Option<f64>)>>>);
+struct ProgressCounter(Seen);
 
 impl rmcp::ClientHandler for ProgressCounter {
     async fn on_progress(
@@ -241,8 +362,12 @@ async fn fetch_traces_reports_progress_when_asked() {
         w.advance(RUNNING_WITH_STEPS_S);
         let seen = ProgressCounter::default();
         let c = common::connect(seen.clone(), w.transport(w.env(0), &[]), era).await;
-        let mut params = CallToolRequestParams::new("fetch_traces")
-            .with_arguments(json!({"run_id": run, "dest_dir": "p", "step": 1}).as_object().unwrap().clone());
+        let mut params = CallToolRequestParams::new("fetch_traces").with_arguments(
+            json!({"run_id": run, "dest_dir": "p", "step": 1})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
         params.set_progress_token(ProgressToken(NumberOrString::String("fetch-1".into())));
         let r = c.call_tool(params).await.unwrap();
         let out = ok(&r);
@@ -257,7 +382,10 @@ async fn fetch_traces_reports_progress_when_asked() {
         }
         let seen = seen.0.lock().unwrap().clone();
         assert_eq!(seen.len() as u64, n, "{era:?}: one notification per trace");
-        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "progress increases");
+        assert!(
+            seen.windows(2).all(|w| w[0].0 < w[1].0),
+            "progress increases"
+        );
         assert_eq!(seen.last().unwrap(), &(n as f64, Some(n as f64)));
         c.cancel().await.unwrap();
     }
@@ -266,13 +394,20 @@ async fn fetch_traces_reports_progress_when_asked() {
 #[tokio::test]
 async fn a_team_runs_traces_are_found_without_an_active_team() {
     let w = World::new().await;
-    let run = w.create_run(0, "team-traces", 10, Some(factory_sandbox::TEAM_ALPHA_ID)).await;
+    let run = w
+        .create_run(0, "team-traces", 10, Some(factory_sandbox::TEAM_ALPHA_ID))
+        .await;
     w.advance(RUNNING_WITH_STEPS_S);
     // No PRIME_TEAM_ID: the traces service must still be asked with the run's own team.
     let c = w.client(0, &[], Era::Modern).await;
     let traces = ok(&call(&c, "list_traces", json!({"run_id": run, "limit": 3})).await);
     assert_eq!(traces["traces"].as_array().unwrap().len(), 3, "{traces}");
-    let fetched = ok(&call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "t", "step": 1})).await);
+    let fetched = ok(&call(
+        &c,
+        "fetch_traces",
+        json!({"run_id": run, "dest_dir": "t", "step": 1}),
+    )
+    .await);
     assert!(fetched["downloaded"].as_u64().unwrap() > 0, "{fetched}");
     c.cancel().await.unwrap();
 }

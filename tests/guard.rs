@@ -25,7 +25,11 @@ async fn guard(w: &World, user: usize, policy: &str, extra: &[&str], team: Optio
         .await
         .expect("guard finishes")
         .unwrap();
-    assert!(out.status.success(), "guard failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "guard failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
@@ -35,7 +39,10 @@ fn report(out: &Output) -> Value {
 }
 
 fn status(w: &World, id: &str) -> String {
-    w.sandbox.run(id).unwrap()["run"]["status"].as_str().unwrap().to_string()
+    w.sandbox.run(id).unwrap()["run"]["status"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn stops(w: &World) -> usize {
@@ -60,7 +67,12 @@ async fn a_run_past_its_wall_clock_budget_is_stopped_and_a_dry_run_changes_nothi
     let r = report(&guard(&w, 0, policy, &["--dry-run"], None).await);
     assert_eq!(r["findings"][0]["run_id"], long.as_str());
     assert_eq!(r["findings"][0]["outcome"], "would_act");
-    assert!(r["findings"][0]["reason"].as_str().unwrap().contains("max_wall_clock_hours"));
+    assert!(
+        r["findings"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("max_wall_clock_hours")
+    );
     assert_eq!(status(&w, &long), "RUNNING");
     assert_eq!(stops(&w), 0);
     // Live: stopped, with the reason audited.
@@ -98,7 +110,12 @@ async fn over_the_active_hourly_cap_the_newest_runs_are_stopped_first() {
     assert!(per_run > 0.0);
     let policy = format!("max_active_cost_per_hour_usd = {:.2}\n", per_run * 2.5);
     let r = report(&guard(&w, 0, &policy, &[], None).await);
-    let acted: Vec<&str> = r["findings"].as_array().unwrap().iter().map(|f| f["run_id"].as_str().unwrap()).collect();
+    let acted: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["run_id"].as_str().unwrap())
+        .collect();
     assert_eq!(acted, vec![newest.as_str()]);
     assert_eq!(status(&w, &newest), "STOPPED");
     assert_eq!(status(&w, &middle), "RUNNING");
@@ -110,10 +127,26 @@ async fn other_owners_runs_are_left_alone() {
     let w = World::new().await;
     let team = factory_sandbox::TEAM_BETA_ID; // Bob's team; Alice is a member
     let bobs = w.create_run(1, "bobs-long-run", 100_000, Some(team)).await;
-    let alices = w.create_run(0, "alices-long-run", 100_000, Some(team)).await;
+    let alices = w
+        .create_run(0, "alices-long-run", 100_000, Some(team))
+        .await;
     w.advance(3 * 3600);
-    let r = report(&guard(&w, 0, "[guard]\nmax_wall_clock_hours = 1.0\n", &[], Some(team)).await);
-    let acted: Vec<&str> = r["findings"].as_array().unwrap().iter().map(|f| f["run_id"].as_str().unwrap()).collect();
+    let r = report(
+        &guard(
+            &w,
+            0,
+            "[guard]\nmax_wall_clock_hours = 1.0\n",
+            &[],
+            Some(team),
+        )
+        .await,
+    );
+    let acted: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["run_id"].as_str().unwrap())
+        .collect();
     assert_eq!(acted, vec![alices.as_str()]);
     assert_eq!(status(&w, &bobs), "RUNNING");
     assert_eq!(status(&w, &alices), "STOPPED");
@@ -124,7 +157,16 @@ async fn pause_is_the_action_when_the_policy_says_so() {
     let w = World::new().await;
     let run = w.create_run(0, "pause-me", 100_000, None).await;
     w.advance(2 * 3600);
-    let r = report(&guard(&w, 0, "[guard]\nmax_wall_clock_hours = 1.0\naction = \"pause\"\n", &[], None).await);
+    let r = report(
+        &guard(
+            &w,
+            0,
+            "[guard]\nmax_wall_clock_hours = 1.0\naction = \"pause\"\n",
+            &[],
+            None,
+        )
+        .await,
+    );
     assert_eq!(r["findings"][0]["action"], "pause");
     assert_eq!(status(&w, &run), "PAUSED");
 }

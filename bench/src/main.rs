@@ -154,11 +154,9 @@ async fn main() -> anyhow::Result<()> {
     args.server = abs(&args.server)?;
     args.seed = abs(&args.seed)?;
     args.scripts = abs(&args.scripts)?;
-    for p in [&mut args.prime, &mut args.fastmcp_python] {
-        if let Some(path) = p {
-            // Not canonicalised: a venv's python is a symlink that must keep its venv path.
-            *path = std::path::absolute(&*path)?;
-        }
+    for path in [&mut args.prime, &mut args.fastmcp_python].into_iter().flatten() {
+        // Not canonicalised: a venv's python is a symlink that must keep its venv path.
+        *path = std::path::absolute(&*path)?;
     }
     let budgets = Budgets::new(args.quick);
     let machine_before = procfs::machine();
@@ -556,7 +554,7 @@ impl Bench {
             "\n## Cold start and the FastMCP baseline (same client: rmcp over stdio)\n\n\
              Cold start: from spawning the process to the answer of the first `tools/list` (after the `initialize` \
              handshake, protocol 2025-11-25), no embedded sandbox. Call: `get_run` on a warm server (FastMCP's tool is \
-             one `httpx` GET returning the platform JSON as is; ours parses, shapes and redacts).\n\n\
+             one `httpx2` GET returning the platform JSON as is; ours parses, shapes and redacts).\n\n\
              | server | cold start p50 / p99 | `get_run` call p50 / p99 | cold-start samples |\n|---|---|---|---|\n{}\n",
             rows.join("\n")
         ));
@@ -725,7 +723,8 @@ impl Bench {
             let d = sample(self.budgets.tool, || async { mcp::call(&server.client, "validate_config", &args).await.map(|_| ()) }).await?;
             let s = Summary::of(&d);
             rows.push(format!("| {name} | `validate_config` tool call, stdio | {} / {} | {} |", fmt_us(s.p50_us), fmt_us(s.p99_us), reqs.len()));
-            js.push(json!({"config": name, "tool_stdio": s.json(), "platform_requests": reqs.len()}));
+            js.push(json!({"config": name, "tool_stdio": s.json(),
+                "platform_requests": reqs.iter().map(|(m, p)| format!("{m} {p}")).collect::<Vec<_>>()}));
         }
         server.client.cancel().await?;
         let mut crit = Vec::new();

@@ -172,7 +172,9 @@ impl Http {
     pub fn server_time(&self) -> Option<chrono::DateTime<chrono::Utc>> {
         let guard = self.server_clock.lock().ok()?;
         let (at, seen) = (*guard)?;
-        chrono::Duration::from_std(seen.elapsed()).ok().map(|d| at + d)
+        chrono::Duration::from_std(seen.elapsed())
+            .ok()
+            .map(|d| at + d)
     }
 
     fn note_date(&self, headers: &reqwest::header::HeaderMap) {

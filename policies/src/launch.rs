@@ -101,13 +101,26 @@ pub fn price(
     let offer = |t: &str| models.on_demand.iter().find(|o| o.gpu_type == t);
     let (gpu, per_gpu, basis) = match gpu_type {
         Some(t) => match offer(t) {
-            Some(o) => (Some(t.to_string()), Some(o.price_per_gpu_hour), format!("on-demand price of {t}")),
-            None => (Some(t.to_string()), None, format!("no on-demand price is listed for {t}")),
+            Some(o) => (
+                Some(t.to_string()),
+                Some(o.price_per_gpu_hour),
+                format!("on-demand price of {t}"),
+            ),
+            None => (
+                Some(t.to_string()),
+                None,
+                format!("no on-demand price is listed for {t}"),
+            ),
         },
         None => {
             let usable: Vec<&str> = model
                 .and_then(|m| models.models.iter().find(|x| x.name == m))
-                .map(|m| m.clusters.iter().filter_map(|c| c.gpu_type.as_deref()).collect())
+                .map(|m| {
+                    m.clusters
+                        .iter()
+                        .filter_map(|c| c.gpu_type.as_deref())
+                        .collect()
+                })
                 .unwrap_or_default();
             let candidates: Vec<_> = models
                 .on_demand
@@ -127,7 +140,11 @@ pub fn price(
                         o.gpu_type
                     ),
                 ),
-                None => (None, None, "no on-demand prices are listed for this owner".to_string()),
+                None => (
+                    None,
+                    None,
+                    "no on-demand prices are listed for this owner".to_string(),
+                ),
             }
         }
     };
@@ -212,7 +229,11 @@ pub struct Violation {
 }
 
 /// Every policy limit the plan would break, given the owner's active runs.
-pub fn check_budgets(policy: &Policy, plan: &PlanFigures<'_>, active: &[ActiveRun]) -> Vec<Violation> {
+pub fn check_budgets(
+    policy: &Policy,
+    plan: &PlanFigures<'_>,
+    active: &[ActiveRun],
+) -> Vec<Violation> {
     let mut v = Vec::new();
     if let Some(allowed) = &policy.allowed_teams
         && !policy.allows_team(plan.team)
@@ -221,7 +242,9 @@ pub fn check_budgets(policy: &Policy, plan: &PlanFigures<'_>, active: &[ActiveRu
             key: "allowed_teams",
             message: format!(
                 "{} is not in allowed_teams ({})",
-                plan.team.map(|t| format!("team {t}")).unwrap_or_else(|| "the personal account".into()),
+                plan.team
+                    .map(|t| format!("team {t}"))
+                    .unwrap_or_else(|| "the personal account".into()),
                 allowed.join(", ")
             ),
         });
@@ -294,7 +317,10 @@ pub fn check_budgets(policy: &Policy, plan: &PlanFigures<'_>, active: &[ActiveRu
     }
     if let Some(max) = policy.max_active_cost_per_hour_usd {
         let current: f64 = active.iter().filter_map(|r| r.rate_per_hour_usd).sum();
-        let unknown = active.iter().filter(|r| r.rate_per_hour_usd.is_none()).count();
+        let unknown = active
+            .iter()
+            .filter(|r| r.rate_per_hour_usd.is_none())
+            .count();
         let estimated = active.iter().any(|r| r.estimated);
         match plan.per_hour_usd {
             Some(p) if current + p > max => v.push(Violation {
@@ -335,7 +361,16 @@ pub fn deterministic_failure(run: &RlRun) -> Option<String> {
         text.push_str(m);
     }
     let lower = text.to_lowercase();
-    const TRANSIENT: &[&str] = &["preempt", "node failure", "hardware", "capacity", "network", "timed out", "timeout", "interrupted"];
+    const TRANSIENT: &[&str] = &[
+        "preempt",
+        "node failure",
+        "hardware",
+        "capacity",
+        "network",
+        "timed out",
+        "timeout",
+        "interrupted",
+    ];
     if TRANSIENT.iter().any(|t| lower.contains(t)) {
         return None;
     }
@@ -387,14 +422,40 @@ mod tests {
             models: vec![FftModel {
                 name: "m".into(),
                 clusters: vec![
-                    ModelCluster { cluster_id: "c1".into(), cluster_name: "a".into(), gpu_type: Some("H100_80GB".into()) },
-                    ModelCluster { cluster_id: "c2".into(), cluster_name: "b".into(), gpu_type: Some("H200_141GB".into()) },
+                    ModelCluster {
+                        cluster_id: "c1".into(),
+                        cluster_name: "a".into(),
+                        gpu_type: Some("H100_80GB".into()),
+                    },
+                    ModelCluster {
+                        cluster_id: "c2".into(),
+                        cluster_name: "b".into(),
+                        gpu_type: Some("H200_141GB".into()),
+                    },
                 ],
             }],
             on_demand: vec![
-                OnDemandOffer { gpu_type: "H100_80GB".into(), price_per_gpu_hour: 2.0, discount_label: None, available_now: Some(true), is_beta: None },
-                OnDemandOffer { gpu_type: "H200_141GB".into(), price_per_gpu_hour: 3.5, discount_label: None, available_now: Some(true), is_beta: None },
-                OnDemandOffer { gpu_type: "B200_180GB".into(), price_per_gpu_hour: 6.0, discount_label: None, available_now: Some(true), is_beta: None },
+                OnDemandOffer {
+                    gpu_type: "H100_80GB".into(),
+                    price_per_gpu_hour: 2.0,
+                    discount_label: None,
+                    available_now: Some(true),
+                    is_beta: None,
+                },
+                OnDemandOffer {
+                    gpu_type: "H200_141GB".into(),
+                    price_per_gpu_hour: 3.5,
+                    discount_label: None,
+                    available_now: Some(true),
+                    is_beta: None,
+                },
+                OnDemandOffer {
+                    gpu_type: "B200_180GB".into(),
+                    price_per_gpu_hour: 6.0,
+                    discount_label: None,
+                    available_now: Some(true),
+                    is_beta: None,
+                },
             ],
             on_demand_beta_access: Some(false),
         }
@@ -410,8 +471,14 @@ mod tests {
 
     #[test]
     fn config_digest_ignores_the_run_name() {
-        let a = json!({"name": "run-1", "max_steps": 5}).as_object().unwrap().clone();
-        let b = json!({"max_steps": 5, "name": "run-2"}).as_object().unwrap().clone();
+        let a = json!({"name": "run-1", "max_steps": 5})
+            .as_object()
+            .unwrap()
+            .clone();
+        let b = json!({"max_steps": 5, "name": "run-2"})
+            .as_object()
+            .unwrap()
+            .clone();
         assert_eq!(config_digest(&a), config_digest(&b));
     }
 
@@ -420,7 +487,11 @@ mod tests {
         let p = price(&models(), Some("m"), None, Some(4));
         assert_eq!(p.gpu_type.as_deref(), Some("H200_141GB"));
         assert_eq!(p.per_hour_usd, Some(14.0));
-        assert!(p.notes.iter().any(|n| n.contains("no on-demand (beta) access")));
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.contains("no on-demand (beta) access"))
+        );
         let p = price(&models(), Some("m"), Some("H100_80GB"), Some(3));
         assert_eq!(p.per_hour_usd, Some(6.0));
         let p = price(&models(), Some("m"), None, None);
@@ -439,16 +510,51 @@ mod tests {
             ..Policy::default()
         };
         let active = vec![
-            ActiveRun { id: "r1".into(), name: None, status: "RUNNING".into(), created_at: String::new(), rate_per_hour_usd: Some(14.0), estimated: false },
-            ActiveRun { id: "r2".into(), name: None, status: "QUEUED".into(), created_at: String::new(), rate_per_hour_usd: Some(7.0), estimated: true },
+            ActiveRun {
+                id: "r1".into(),
+                name: None,
+                status: "RUNNING".into(),
+                created_at: String::new(),
+                rate_per_hour_usd: Some(14.0),
+                estimated: false,
+            },
+            ActiveRun {
+                id: "r2".into(),
+                name: None,
+                status: "QUEUED".into(),
+                created_at: String::new(),
+                rate_per_hour_usd: Some(7.0),
+                estimated: true,
+            },
         ];
-        let plan = PlanFigures { team: None, gpu_type: Some("H200_141GB"), gpus: Some(16), per_hour_usd: Some(56.0), max_steps: None };
+        let plan = PlanFigures {
+            team: None,
+            gpu_type: Some("H200_141GB"),
+            gpus: Some(16),
+            per_hour_usd: Some(56.0),
+            max_steps: None,
+        };
         let v = check_budgets(&policy, &plan, &active);
         let keys: Vec<_> = v.iter().map(|x| x.key).collect();
-        assert_eq!(keys, vec!["max_gpus_per_run", "max_cost_per_hour_usd", "max_steps", "max_active_runs", "max_active_cost_per_hour_usd"]);
+        assert_eq!(
+            keys,
+            vec![
+                "max_gpus_per_run",
+                "max_cost_per_hour_usd",
+                "max_steps",
+                "max_active_runs",
+                "max_active_cost_per_hour_usd"
+            ]
+        );
         assert!(v[0].message.contains("16") && v[0].message.contains('8'));
         assert!(v[4].message.contains("$21.00") && v[4].message.contains("partly estimated"));
-        let ok = PlanFigures { team: None, gpu_type: Some("H100_80GB"), gpus: Some(4), per_hour_usd: Some(8.0), max_steps: Some(50) };
+        let ok = PlanFigures {
+            team: None,
+            gpu_type: Some("H100_80GB"),
+            gpus: Some(4),
+            per_hour_usd: Some(8.0),
+            max_steps: Some(50),
+        };
         assert!(check_budgets(&policy, &ok, &active[..1]).is_empty());
     }
 
@@ -462,8 +568,16 @@ mod tests {
 
     #[test]
     fn failures_that_would_repeat_are_told_from_transient_ones() {
-        assert!(deterministic_failure(&failed("torch.OutOfMemoryError: CUDA out of memory")).unwrap().starts_with("out of memory"));
-        assert!(deterministic_failure(&failed("ModuleNotFoundError: No module named 'foo'")).unwrap().starts_with("import error"));
+        assert!(
+            deterministic_failure(&failed("torch.OutOfMemoryError: CUDA out of memory"))
+                .unwrap()
+                .starts_with("out of memory")
+        );
+        assert!(
+            deterministic_failure(&failed("ModuleNotFoundError: No module named 'foo'"))
+                .unwrap()
+                .starts_with("import error")
+        );
         assert!(deterministic_failure(&failed("Unknown environment 'x'")).is_some());
         assert!(deterministic_failure(&failed("Node was preempted")).is_none());
         assert!(deterministic_failure(&failed("something odd")).is_none());

@@ -268,13 +268,19 @@ impl Policy {
     /// and plan lifetime in range, and `confirm = "plan"` only with both cost caps.
     pub fn validate(&self) -> Result<(), PolicyError> {
         for (key, v) in [
-            ("guard.max_wall_clock_hours", self.guard.max_wall_clock_hours),
+            (
+                "guard.max_wall_clock_hours",
+                self.guard.max_wall_clock_hours,
+            ),
             ("guard.max_run_cost_usd", self.guard.max_run_cost_usd),
         ] {
             if let Some(v) = v
                 && !(v.is_finite() && v > 0.0)
             {
-                return Err(PolicyError::key_err(key, format!("must be a positive number, got {v}")));
+                return Err(PolicyError::key_err(
+                    key,
+                    format!("must be a positive number, got {v}"),
+                ));
             }
         }
         if let Some(i) = self.guard.interval_seconds

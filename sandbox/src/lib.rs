@@ -8,8 +8,8 @@ mod api;
 pub mod cli;
 mod clock;
 mod faults;
-mod seed;
 mod s3;
+mod seed;
 mod server;
 mod sim;
 mod tracegen;
@@ -26,8 +26,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use clock::ClockMode;
-pub use s3::IssuedCredential;
 pub use faults::{FaultEffect, FaultMatch, FaultRule};
+pub use s3::IssuedCredential;
 pub use seed::{
     ALICE_API_KEY, ALICE_USER_ID, BOB_API_KEY, BOB_USER_ID, Seed, SeedCluster, SeedGpu, SeedMember,
     SeedModel, SeedRun, SeedTeam, SeedUser, SeedVolume, TEAM_ALPHA_ID, TEAM_BETA_ID, Timings,

@@ -8,7 +8,10 @@ use std::{path::PathBuf, time::Duration};
 use factory_sandbox::{Sandbox, SandboxHandle, SandboxOptions};
 use rmcp::{
     ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt,
-    model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion},
+    model::{
+        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+        ProtocolVersion,
+    },
     service::RunningService,
     transport::TokioChildProcess,
 };
@@ -29,7 +32,10 @@ pub struct PlainClient;
 
 impl ClientHandler for PlainClient {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("e2e-test", "0.0.1"))
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("e2e-test", "0.0.1"),
+        )
     }
 }
 
@@ -78,7 +84,13 @@ impl World {
     }
 
     /// Create a run directly on the sandbox as `user` (as another client of the platform would).
-    pub async fn create_run(&self, user: usize, name: &str, max_steps: u32, team: Option<&str>) -> String {
+    pub async fn create_run(
+        &self,
+        user: usize,
+        name: &str,
+        max_steps: u32,
+        team: Option<&str>,
+    ) -> String {
         let mut body = json!({
             "config": {
                 "name": name,
@@ -111,7 +123,12 @@ impl World {
         self.client_with_env(self.env(user), args, era).await
     }
 
-    pub async fn client_with_env(&self, env: Vec<(String, String)>, args: &[&str], era: Era) -> Client {
+    pub async fn client_with_env(
+        &self,
+        env: Vec<(String, String)>,
+        args: &[&str],
+        era: Era,
+    ) -> Client {
         connect(PlainClient, self.transport(env, args), era).await
     }
 
@@ -153,7 +170,11 @@ impl World {
 }
 
 /// Connect `handler` to a server over `transport` in `era`.
-pub async fn connect<H: ClientHandler>(handler: H, transport: TokioChildProcess, era: Era) -> RunningService<RoleClient, H> {
+pub async fn connect<H: ClientHandler>(
+    handler: H,
+    transport: TokioChildProcess,
+    era: Era,
+) -> RunningService<RoleClient, H> {
     let client = match era {
         Era::Legacy => handler.serve(transport).await,
         Era::Modern => {
@@ -171,7 +192,11 @@ pub async fn connect<H: ClientHandler>(handler: H, transport: TokioChildProcess,
 }
 
 /// Call a tool; a protocol error panics (tests that expect one use `try_call`).
-pub async fn call<H: ClientHandler>(client: &RunningService<RoleClient, H>, name: &str, args: Value) -> CallToolResult {
+pub async fn call<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    name: &str,
+    args: Value,
+) -> CallToolResult {
     try_call(client, name, args)
         .await
         .unwrap_or_else(|e| panic!("{name}: protocol error {e}"))
@@ -182,7 +207,9 @@ pub async fn try_call<H: ClientHandler>(
     name: &str,
     args: Value,
 ) -> Result<CallToolResult, rmcp::ServiceError> {
-    let Value::Object(map) = args else { panic!("arguments must be an object") };
+    let Value::Object(map) = args else {
+        panic!("arguments must be an object")
+    };
     client
         .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(map))
         .await

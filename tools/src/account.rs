@@ -114,7 +114,12 @@ async fn whoami(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<
         id: t.id.clone(),
         source: t.source.to_string(),
     });
-    let spend = spend(&state, platform, settings.team.as_ref().map(|t| t.id.clone())).await;
+    let spend = spend(
+        &state,
+        platform,
+        settings.team.as_ref().map(|t| t.id.clone()),
+    )
+    .await;
     let p = &state.policy;
     let out = WhoamiOut {
         user: UserOut {
@@ -158,12 +163,23 @@ async fn whoami(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<
         "; {} active run(s) at ${:.2}/h{}",
         out.spend.active_runs.len(),
         out.spend.total_per_hour_usd,
-        if out.spend.estimated { " (partly estimated)" } else { "" }
+        if out.spend.estimated {
+            " (partly estimated)"
+        } else {
+            ""
+        }
     );
-    Ok(Outcome::done(format!("{who}, acting for the {owner}{where_}{spend_line}"), out))
+    Ok(Outcome::done(
+        format!("{who}, acting for the {owner}{where_}{spend_line}"),
+        out,
+    ))
 }
 
-async fn spend(state: &AppState, platform: &factory_platform::PlatformClient, team: Option<String>) -> SpendOut {
+async fn spend(
+    state: &AppState,
+    platform: &factory_platform::PlatformClient,
+    team: Option<String>,
+) -> SpendOut {
     let scope = crate::launch::scope_of(&team);
     let (runs, models) = tokio::join!(
         crate::launch::owner_runs(platform, &team, 3),
@@ -178,17 +194,33 @@ async fn spend(state: &AppState, platform: &factory_platform::PlatformClient, te
     let total: f64 = active.iter().filter_map(|a| a.rate_per_hour_usd).sum();
     let mut limits = Vec::new();
     if let Some(cap) = state.policy.max_active_cost_per_hour_usd {
-        limits.push(LimitOut { key: "max_active_cost_per_hour_usd".into(), limit: cap, used: total, headroom: cap - total });
+        limits.push(LimitOut {
+            key: "max_active_cost_per_hour_usd".into(),
+            limit: cap,
+            used: total,
+            headroom: cap - total,
+        });
     }
     if let Some(cap) = state.policy.max_active_runs {
         let used = active.len() as f64;
-        limits.push(LimitOut { key: "max_active_runs".into(), limit: f64::from(cap), used, headroom: f64::from(cap) - used });
+        limits.push(LimitOut {
+            key: "max_active_runs".into(),
+            limit: f64::from(cap),
+            used,
+            headroom: f64::from(cap) - used,
+        });
     }
     SpendOut {
         estimated: active.iter().any(|a| a.estimated),
         active_runs: active
             .into_iter()
-            .map(|a| ActiveRunOut { id: a.id, name: a.name, status: a.status, rate_per_hour_usd: a.rate_per_hour_usd, estimated: a.estimated })
+            .map(|a| ActiveRunOut {
+                id: a.id,
+                name: a.name,
+                status: a.status,
+                rate_per_hour_usd: a.rate_per_hour_usd,
+                estimated: a.estimated,
+            })
             .collect(),
         total_per_hour_usd: (total * 100.0).round() / 100.0,
         limits,
@@ -197,7 +229,13 @@ async fn spend(state: &AppState, platform: &factory_platform::PlatformClient, te
 }
 
 fn empty_spend(note: String) -> SpendOut {
-    SpendOut { active_runs: Vec::new(), total_per_hour_usd: 0.0, estimated: false, limits: Vec::new(), note: Some(note) }
+    SpendOut {
+        active_runs: Vec::new(),
+        total_per_hour_usd: 0.0,
+        estimated: false,
+        limits: Vec::new(),
+        note: Some(note),
+    }
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -388,7 +426,13 @@ async fn list_gpus(state: Arc<AppState>, args: OwnerArgs, _call: Call) -> ToolRe
         .collect();
     let mut notes = Vec::new();
     if models.on_demand_beta_access == Some(false) {
-        notes.push("No on-demand (beta) access for this owner: prices apply only with reserved capacity.".into());
+        notes.push(
+            "No on-demand (beta) access for this owner: prices apply only with reserved capacity."
+                .into(),
+        );
     }
-    Ok(Outcome::done(format!("{} GPU type(s)", gpus.len()), GpusOut { gpus, notes }))
+    Ok(Outcome::done(
+        format!("{} GPU type(s)", gpus.len()),
+        GpusOut { gpus, notes },
+    ))
 }

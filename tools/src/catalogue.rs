@@ -297,9 +297,7 @@ mod tests {
         for t in CATALOGUE {
             assert!(seen.insert(t.name), "duplicate tool {}", t.name);
             assert!(
-                t.name
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c == '_'),
+                t.name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
                 "{} is not snake_case",
                 t.name
             );
@@ -311,7 +309,11 @@ mod tests {
     fn read_only_tools_are_never_destructive() {
         for t in CATALOGUE {
             if t.hints.read_only {
-                assert!(!t.hints.destructive, "{} is read-only yet destructive", t.name);
+                assert!(
+                    !t.hints.destructive,
+                    "{} is read-only yet destructive",
+                    t.name
+                );
             }
         }
     }
@@ -320,11 +322,16 @@ mod tests {
     /// hints for every tool we implement.
     #[test]
     fn catalogue_matches_design_table() {
-        let design = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/DESIGN.md");
+        let design =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/DESIGN.md");
         let text = std::fs::read_to_string(&design)
             .unwrap_or_else(|e| panic!("DESIGN.md must sit at {}: {e}", design.display()));
         let table = design_table(&text);
-        assert!(table.len() >= 20, "parsed only {} rows from DESIGN.md", table.len());
+        assert!(
+            table.len() >= 20,
+            "parsed only {} rows from DESIGN.md",
+            table.len()
+        );
         for t in CATALOGUE {
             let (toolset, h) = table
                 .get(t.name)

@@ -4,7 +4,10 @@
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use factory_platform::{PrepareOutcome, TeamScope, wire::runs::{PrepareRequest, TrainingMode}};
+use factory_platform::{
+    PrepareOutcome, TeamScope,
+    wire::runs::{PrepareRequest, TrainingMode},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -89,16 +92,32 @@ pub struct CheckerOut {
     pub detail: String,
 }
 
-async fn validate_config(state: Arc<AppState>, args: ValidateArgs, call: Call) -> ToolResult<ValidateOut> {
+async fn validate_config(
+    state: Arc<AppState>,
+    args: ValidateArgs,
+    call: Call,
+) -> ToolResult<ValidateOut> {
     if let Err(findings) = state.guard.check_json(&call.arguments, "arguments") {
         return Err(ToolError::new(format!(
             "Refused: an argument carries a secret value; secrets are passed by name only.\n- {}",
-            findings.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("\n- ")
+            findings
+                .iter()
+                .map(|f| f.to_string())
+                .collect::<Vec<_>>()
+                .join("\n- ")
         )));
     }
     let text = match (&args.config_path, &args.config_toml) {
-        (Some(_), Some(_)) => return Err(ToolError::new("`config_path` and `config_toml` exclude each other: pass one.")),
-        (None, None) => return Err(ToolError::new("Pass `config_path` (a TOML file under the workspace) or `config_toml` (its text).")),
+        (Some(_), Some(_)) => {
+            return Err(ToolError::new(
+                "`config_path` and `config_toml` exclude each other: pass one.",
+            ));
+        }
+        (None, None) => {
+            return Err(ToolError::new(
+                "Pass `config_path` (a TOML file under the workspace) or `config_toml` (its text).",
+            ));
+        }
         (None, Some(t)) => t.clone(),
         (Some(p), None) => {
             let path = state
@@ -108,7 +127,8 @@ async fn validate_config(state: Arc<AppState>, args: ValidateArgs, call: Call) -
             let bytes = tokio::fs::read(&path)
                 .await
                 .map_err(|e| ToolError::new(format!("cannot read {}: {e}", path.display())))?;
-            String::from_utf8(bytes).map_err(|_| ToolError::new(format!("{} is not UTF-8 text", path.display())))?
+            String::from_utf8(bytes)
+                .map_err(|_| ToolError::new(format!("{} is not UTF-8 text", path.display())))?
         }
     };
     let checkout: Option<PathBuf> = match &args.prime_rl_checkout {
@@ -121,7 +141,12 @@ async fn validate_config(state: Arc<AppState>, args: ValidateArgs, call: Call) -
         None => None,
     };
     let doc = validation::parse(&text).ok();
-    let top = |k: &str| doc.as_ref().and_then(|d| d.get(k)).and_then(|v| v.as_str()).map(str::to_owned);
+    let top = |k: &str| {
+        doc.as_ref()
+            .and_then(|d| d.get(k))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+    };
     let (image_tag, source_ref) = (top("image_tag"), top("source_ref"));
     let mut input = ValidationInput::new(text);
     input.sft = args.sft.unwrap_or(false);
@@ -133,13 +158,21 @@ async fn validate_config(state: Arc<AppState>, args: ValidateArgs, call: Call) -
     if args.offline != Some(true)
         && let Ok(platform) = state.platform()
     {
-        let scope = owner::scope(args.team_id.as_deref(), args.personal, state.policy.allowed_teams.as_deref())?;
+        let scope = owner::scope(
+            args.team_id.as_deref(),
+            args.personal,
+            state.policy.allowed_teams.as_deref(),
+        )?;
         let team = platform.team_for(&scope);
         let scope = match &team {
             Some(t) => TeamScope::Team(t.clone()),
             None => TeamScope::Personal,
         };
-        let mode = if report.mode.as_str() == "sft" { TrainingMode::Sft } else { TrainingMode::Rl };
+        let mode = if report.mode.as_str() == "sft" {
+            TrainingMode::Sft
+        } else {
+            TrainingMode::Rl
+        };
         let prepare = PrepareRequest {
             mode,
             team_id: team.clone(),
@@ -157,41 +190,79 @@ async fn validate_config(state: Arc<AppState>, args: ValidateArgs, call: Call) -
                 facts.trainable_models = Some(m.models.iter().map(|x| x.name.clone()).collect());
                 facts.gpu_types = Some(m.on_demand.iter().map(|o| o.gpu_type.clone()).collect());
             }
-            Err(e) => report.checker("account", validation::Status::Failed, format!("models: {e}")),
+            Err(e) => report.checker(
+                "account",
+                validation::Status::Failed,
+                format!("models: {e}"),
+            ),
         }
         if let Ok(v) = &volumes {
             facts.volumes = Some(v.iter().map(|x| x.name.clone()).collect());
         }
         match prep {
-            Ok(PrepareOutcome::Prepared(p)) => facts.prepare_schema_commit = Some(p.runtime.schema_commit.clone()),
-            Ok(PrepareOutcome::NotSupported { .. }) => {
-                report.checker("schema drift", validation::Status::Skipped, "the platform does not offer prepare (404/405)")
+            Ok(PrepareOutcome::Prepared(p)) => {
+                facts.prepare_schema_commit = Some(p.runtime.schema_commit.clone())
             }
-            Err(e) => report.checker("schema drift", validation::Status::Failed, format!("prepare: {e}")),
+            Ok(PrepareOutcome::NotSupported { .. }) => report.checker(
+                "schema drift",
+                validation::Status::Skipped,
+                "the platform does not offer prepare (404/405)",
+            ),
+            Err(e) => report.checker(
+                "schema drift",
+                validation::Status::Failed,
+                format!("prepare: {e}"),
+            ),
         }
         validation::apply_account_facts(&mut report, &facts);
         if models.is_ok() {
-            report.checker("account", validation::Status::Ran, format!(
-                "checked against the {} account",
-                team.as_deref().map(|t| format!("team {t}")).unwrap_or_else(|| "personal".into())
-            ));
+            report.checker(
+                "account",
+                validation::Status::Ran,
+                format!(
+                    "checked against the {} account",
+                    team.as_deref()
+                        .map(|t| format!("team {t}"))
+                        .unwrap_or_else(|| "personal".into())
+                ),
+            );
         }
     } else {
-        report.checker("account", validation::Status::Skipped, if args.offline == Some(true) {
-            "offline: true".to_string()
-        } else {
-            "no platform credentials".to_string()
-        });
+        report.checker(
+            "account",
+            validation::Status::Skipped,
+            if args.offline == Some(true) {
+                "offline: true".to_string()
+            } else {
+                "no platform credentials".to_string()
+            },
+        );
     }
     report.finish();
-    let value = serde_json::to_value(&report).map_err(|e| ToolError::new(format!("internal: {e}")))?;
-    let out: ValidateOut = serde_json::from_value(value).map_err(|e| ToolError::new(format!("internal: {e}")))?;
-    let errors = out.findings.iter().filter(|f| f.severity == "error").count();
-    let warnings = out.findings.iter().filter(|f| f.severity == "warning").count();
+    let value =
+        serde_json::to_value(&report).map_err(|e| ToolError::new(format!("internal: {e}")))?;
+    let out: ValidateOut =
+        serde_json::from_value(value).map_err(|e| ToolError::new(format!("internal: {e}")))?;
+    let errors = out
+        .findings
+        .iter()
+        .filter(|f| f.severity == "error")
+        .count();
+    let warnings = out
+        .findings
+        .iter()
+        .filter(|f| f.severity == "warning")
+        .count();
     let summary = if out.valid {
-        format!("Valid {} config ({warnings} warning(s))", out.mode.to_uppercase())
+        format!(
+            "Valid {} config ({warnings} warning(s))",
+            out.mode.to_uppercase()
+        )
     } else {
-        format!("Invalid {} config: {errors} error(s), {warnings} warning(s)", out.mode.to_uppercase())
+        format!(
+            "Invalid {} config: {errors} error(s), {warnings} warning(s)",
+            out.mode.to_uppercase()
+        )
     };
     Ok(Outcome::done(summary, out))
 }

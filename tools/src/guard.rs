@@ -43,11 +43,17 @@ pub struct SweepReport {
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).ok().map(|d| d.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|d| d.with_timezone(&Utc))
 }
 
 /// The caller's own runs (never another user's, even in a shared team).
-async fn my_runs(platform: &PlatformClient, team: &Option<String>, me: Option<&str>) -> Result<Vec<RlRun>, ToolError> {
+async fn my_runs(
+    platform: &PlatformClient,
+    team: &Option<String>,
+    me: Option<&str>,
+) -> Result<Vec<RlRun>, ToolError> {
     let mut out = Vec::new();
     for page in 1..=5u32 {
         let p = platform
@@ -78,7 +84,11 @@ async fn my_runs(platform: &PlatformClient, team: &Option<String>, me: Option<&s
 pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolError> {
     let platform = state.platform()?;
     let team = platform.active_team_id().map(str::to_owned);
-    let me = platform.whoami().await.map_err(|e| platform_error("read the current user", &e))?.id;
+    let me = platform
+        .whoami()
+        .await
+        .map_err(|e| platform_error("read the current user", &e))?
+        .id;
     let runs = my_runs(platform, &team, me.as_deref()).await?;
     let now = platform.server_time().unwrap_or_else(Utc::now);
     let models = platform
@@ -110,7 +120,9 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
 
     let mut flagged: Vec<(String, String)> = Vec::new();
     for a in &active {
-        let Some(run) = runs.iter().find(|r| r.id == a.id) else { continue };
+        let Some(run) = runs.iter().find(|r| r.id == a.id) else {
+            continue;
+        };
         let started = run
             .started_at
             .as_deref()
@@ -120,7 +132,10 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
         if let (Some(max), Some(h)) = (g.max_wall_clock_hours, hours)
             && h > max
         {
-            flagged.push((a.id.clone(), format!("ran {h:.2} h; guard.max_wall_clock_hours is {max}")));
+            flagged.push((
+                a.id.clone(),
+                format!("ran {h:.2} h; guard.max_wall_clock_hours is {max}"),
+            ));
             continue;
         }
         if let (Some(max), Some(h), Some(rate)) = (g.max_run_cost_usd, hours, a.rate_per_hour_usd) {
@@ -141,7 +156,10 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
             && let Some(step) = p.latest_step
             && step > *budget
         {
-            flagged.push((a.id.clone(), format!("at step {step}, past its declared max_steps {budget}")));
+            flagged.push((
+                a.id.clone(),
+                format!("at step {step}, past its declared max_steps {budget}"),
+            ));
         }
     }
     // The active hourly cap: stop the newest runs first until the rest fit.
@@ -177,7 +195,9 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
 
     let mut findings = Vec::new();
     for (id, reason) in flagged {
-        let Some(run) = runs.iter().find(|r| r.id == id) else { continue };
+        let Some(run) = runs.iter().find(|r| r.id == id) else {
+            continue;
+        };
         // Only a RUNNING run can be paused; a queued one is stopped.
         let act = if action == GuardAction::Pause && run.status.eq_ignore_ascii_case("RUNNING") {
             GuardAction::Pause
@@ -197,15 +217,26 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
                 Ok(status) => {
                     if let Ok(store) = state.store() {
                         let _ = store.audit(
-                            &factory_policies::store::AuditEvent::new("guard", act.as_str(), "acted")
-                                .run(&id)
-                                .detail(json!({"reason": reason, "status": status})),
+                            &factory_policies::store::AuditEvent::new(
+                                "guard",
+                                act.as_str(),
+                                "acted",
+                            )
+                            .run(&id)
+                            .detail(json!({"reason": reason, "status": status})),
                         );
                     }
                     "acted".to_string()
                 }
                 Err(e) => {
-                    audit(state, "guard", act.as_str(), None, Some(&id), json!({"reason": reason, "error": e.to_string()}));
+                    audit(
+                        state,
+                        "guard",
+                        act.as_str(),
+                        None,
+                        Some(&id),
+                        json!({"reason": reason, "error": e.to_string()}),
+                    );
                     format!("failed: {e}")
                 }
             }
@@ -220,7 +251,9 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
         });
     }
     Ok(SweepReport {
-        owner: team.map(|t| format!("team {t}")).unwrap_or_else(|| "personal account".into()),
+        owner: team
+            .map(|t| format!("team {t}"))
+            .unwrap_or_else(|| "personal account".into()),
         platform_time: now.to_rfc3339(),
         active_runs: active.len(),
         active_rate_per_hour_usd: active.iter().filter_map(|a| a.rate_per_hour_usd).sum(),

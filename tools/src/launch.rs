@@ -17,9 +17,8 @@ use factory_policies::{
     store::{Claim, Decision, DispatchState, PlanRecord, Store, VolumeState},
 };
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, InputRequest, InputRequests, InputRequiredResult, ProtocolVersion,
-    RequestStateCodec, SealOptions,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
+    InputRequests, InputRequiredResult, ProtocolVersion, RequestStateCodec, SealOptions,
 };
 use schemars::JsonSchema;
 use secrecy::SecretString;
@@ -47,7 +46,14 @@ pub fn tools() -> Vec<ToolDef<AppState>> {
 pub const FORWARDABLE: [&str; 2] = ["WANDB_API_KEY", "HF_TOKEN"];
 /// Top-level keys the CLI strips from the config before sending it (§6.4).
 const CLI_ONLY_KEYS: [&str; 8] = [
-    "env_file", "env_files", "image_tag", "gpu_type", "volume", "volume_size", "source_ref", "type",
+    "env_file",
+    "env_files",
+    "image_tag",
+    "gpu_type",
+    "volume",
+    "volume_size",
+    "source_ref",
+    "type",
 ];
 /// Largest config file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -258,7 +264,11 @@ fn toml_to_json(v: &toml::Value, path: &str) -> Result<Value, ToolError> {
         toml::Value::Table(t) => {
             let mut m = Map::new();
             for (k, x) in t {
-                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 m.insert(k.clone(), toml_to_json(x, &p)?);
             }
             Value::Object(m)
@@ -279,7 +289,9 @@ fn submission_config(doc: &toml::Table) -> Result<(Map<String, Value>, Vec<Strin
     if let Some(Value::Object(orch)) = config.get_mut("orchestrator") {
         for k in ["trajectory_strategy", "trajectoryStrategy", "buffer"] {
             if orch.remove(k).is_some() {
-                notes.push(format!("orchestrator.{k} is deprecated and was dropped, as the CLI does"));
+                notes.push(format!(
+                    "orchestrator.{k} is deprecated and was dropped, as the CLI does"
+                ));
             }
         }
         if let Some(Value::Object(eval)) = orch.get_mut("eval")
@@ -287,7 +299,10 @@ fn submission_config(doc: &toml::Table) -> Result<(Map<String, Value>, Vec<Strin
         {
             let skip = !v.as_bool().unwrap_or(true);
             eval.insert("skip_first_step".into(), Value::Bool(skip));
-            notes.push("orchestrator.eval.eval_base_model became eval.skip_first_step, as the CLI does".into());
+            notes.push(
+                "orchestrator.eval.eval_base_model became eval.skip_first_step, as the CLI does"
+                    .into(),
+            );
         }
     }
     Ok((config, notes))
@@ -302,7 +317,13 @@ fn generated_name(model: Option<&str>) -> String {
         .and_then(|m| m.rsplit('/').next())
         .unwrap_or("run")
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .take(32)
         .collect();
     let suffix: String = (0..8)
@@ -349,7 +370,9 @@ async fn resolve_owner(
     overrides: &mut Vec<String>,
 ) -> Result<Owner, ToolError> {
     if args.team_id.is_some() && args.personal == Some(true) {
-        return Err(refuse("`team_id` and `personal: true` exclude each other: pass one."));
+        return Err(refuse(
+            "`team_id` and `personal: true` exclude each other: pass one.",
+        ));
     }
     if let Some(team) = &args.team_id {
         check_id("team", team)?;
@@ -434,7 +457,11 @@ pub(crate) async fn owner_runs(
 }
 
 /// Active runs with their rates: journalled for runs we launched, estimated for the others.
-pub(crate) fn active_spend(state: &AppState, runs: &[RlRun], models: &AvailableModels) -> Vec<ActiveRun> {
+pub(crate) fn active_spend(
+    state: &AppState,
+    runs: &[RlRun],
+    models: &AvailableModels,
+) -> Vec<ActiveRun> {
     let journalled: Vec<(String, Option<f64>)> = state
         .store()
         .ok()
@@ -442,9 +469,10 @@ pub(crate) fn active_spend(state: &AppState, runs: &[RlRun], models: &AvailableM
         .unwrap_or_default()
         .into_iter()
         .filter_map(|d| match d.state {
-            DispatchState::Dispatched { run_id, details } => {
-                Some((run_id, details.get("rate_per_hour_usd").and_then(Value::as_f64)))
-            }
+            DispatchState::Dispatched { run_id, details } => Some((
+                run_id,
+                details.get("rate_per_hour_usd").and_then(Value::as_f64),
+            )),
             _ => None,
         })
         .collect();
@@ -522,7 +550,8 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
             doc.insert(key.to_string(), toml::Value::String(v.clone()));
         }
     }
-    let merged = toml::to_string(&doc).map_err(|e| refuse(format!("cannot re-encode the config: {e}")))?;
+    let merged =
+        toml::to_string(&doc).map_err(|e| refuse(format!("cannot re-encode the config: {e}")))?;
     let mut input = ValidationInput::new(merged);
     input.sft = args.sft.unwrap_or(false);
     input.forwarded_secrets = Some(env_names.clone());
@@ -531,11 +560,18 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
     let platform = state.platform()?;
     let owner = resolve_owner(&state, platform, &args, &mut overrides).await?;
     if state.policy.confirm == ConfirmMode::Plan && !state.policy.allow_model_overrides {
-        let refused: Vec<&String> = overrides.iter().filter(|o| o.as_str() != "run_name").collect();
+        let refused: Vec<&String> = overrides
+            .iter()
+            .filter(|o| o.as_str() != "run_name")
+            .collect();
         if !refused.is_empty() {
             return Err(refuse(format!(
                 "Refused in plan-confirmation mode: {} may not be set by the assistant unless the policy sets allow_model_overrides = true.",
-                refused.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                refused
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
     }
@@ -550,7 +586,13 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
         &mut report,
         &validation::AccountFacts {
             trainable_models: Some(models.models.iter().map(|m| m.name.clone()).collect()),
-            gpu_types: Some(models.on_demand.iter().map(|o| o.gpu_type.clone()).collect()),
+            gpu_types: Some(
+                models
+                    .on_demand
+                    .iter()
+                    .map(|o| o.gpu_type.clone())
+                    .collect(),
+            ),
             volumes: Some(volumes.iter().map(|v| v.name.clone()).collect()),
             prepare_schema_commit: None,
             prior_runs: None,
@@ -563,9 +605,16 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
         .map(|f| {
             format!(
                 "{}: {}{}",
-                if f.path.is_empty() { "(config)" } else { &f.path },
+                if f.path.is_empty() {
+                    "(config)"
+                } else {
+                    &f.path
+                },
                 f.message,
-                f.hint.as_ref().map(|h| format!(" — {h}")).unwrap_or_default()
+                f.hint
+                    .as_ref()
+                    .map(|h| format!(" — {h}"))
+                    .unwrap_or_default()
             )
         })
         .collect();
@@ -589,12 +638,23 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
     config.insert("name".into(), Value::String(run_name.clone()));
     let config_digest = launch::config_digest(&config);
     let gpu_type = args.gpu_type.clone().or_else(|| toml_str(&doc, "gpu_type"));
-    let image_tag = args.image_tag.clone().or_else(|| toml_str(&doc, "image_tag"));
-    let source_ref = args.source_ref.clone().or_else(|| toml_str(&doc, "source_ref"));
+    let image_tag = args
+        .image_tag
+        .clone()
+        .or_else(|| toml_str(&doc, "image_tag"));
+    let source_ref = args
+        .source_ref
+        .clone()
+        .or_else(|| toml_str(&doc, "source_ref"));
     let volume_name = args.volume.clone().or_else(|| toml_str(&doc, "volume"));
-    let volume_size = args.volume_size.clone().or_else(|| toml_str(&doc, "volume_size"));
+    let volume_size = args
+        .volume_size
+        .clone()
+        .or_else(|| toml_str(&doc, "volume_size"));
     if volume_size.is_some() && volume_name.is_none() {
-        return Err(refuse("`volume_size` needs `volume` (the volume to create)."));
+        return Err(refuse(
+            "`volume_size` needs `volume` (the volume to create).",
+        ));
     }
     let mut request = Map::new();
     request.insert("config".into(), Value::Object(config));
@@ -631,7 +691,12 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
 
     // 4. Price and budgets.
     let gpus = report.summary.gpus.total;
-    let price = launch::price(&models, report.summary.model.as_deref(), gpu_type.as_deref(), gpus);
+    let price = launch::price(
+        &models,
+        report.summary.model.as_deref(),
+        gpu_type.as_deref(),
+        gpus,
+    );
     let runs = owner_runs(platform, &owner.team, 5).await?;
     let active = active_spend(&state, &runs, &models);
     let figures = PlanFigures {
@@ -678,14 +743,22 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
             relation: relation.into(),
         });
     }
-    let active_dups: Vec<&DuplicateItem> = duplicates.iter().filter(|d| d.relation == "active").collect();
+    let active_dups: Vec<&DuplicateItem> = duplicates
+        .iter()
+        .filter(|d| d.relation == "active")
+        .collect();
     if !active_dups.is_empty() {
         if args.allow_duplicate != Some(true) {
             return Err(refuse(format!(
                 "An identical run is already active: {}. Watch it instead (get_run), or pass allow_duplicate: true to launch another.",
                 active_dups
                     .iter()
-                    .map(|d| format!("{} ({}, {})", d.run_id, d.name.as_deref().unwrap_or("unnamed"), d.status))
+                    .map(|d| format!(
+                        "{} ({}, {})",
+                        d.run_id,
+                        d.name.as_deref().unwrap_or("unnamed"),
+                        d.status
+                    ))
                     .collect::<Vec<_>>()
                     .join(", ")
             )));
@@ -693,7 +766,10 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
         checks.push(CheckItem {
             check: "duplicates".into(),
             status: "warning".into(),
-            detail: format!("{} identical active run(s); allow_duplicate is set", active_dups.len()),
+            detail: format!(
+                "{} identical active run(s); allow_duplicate is set",
+                active_dups.len()
+            ),
         });
     } else if duplicates.iter().any(|d| d.relation == "recent") {
         checks.push(CheckItem {
@@ -731,11 +807,25 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
             ));
         }
     }
-    for f in report.findings.iter().filter(|f| f.severity == validation::FindingSeverity::Warning) {
+    for f in report
+        .findings
+        .iter()
+        .filter(|f| f.severity == validation::FindingSeverity::Warning)
+    {
         checks.push(CheckItem {
-            check: format!("config {}", if f.path.is_empty() { "(file)" } else { &f.path }),
+            check: format!(
+                "config {}",
+                if f.path.is_empty() { "(file)" } else { &f.path }
+            ),
             status: "warning".into(),
-            detail: format!("{}{}", f.message, f.hint.as_ref().map(|h| format!(" — {h}")).unwrap_or_default()),
+            detail: format!(
+                "{}{}",
+                f.message,
+                f.hint
+                    .as_ref()
+                    .map(|h| format!(" — {h}"))
+                    .unwrap_or_default()
+            ),
         });
     }
     if report.summary.max_steps.is_none() {
@@ -746,7 +836,11 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
         });
     }
     for n in notes {
-        checks.push(CheckItem { check: "config".into(), status: "ok".into(), detail: n });
+        checks.push(CheckItem {
+            check: "config".into(),
+            status: "ok".into(),
+            detail: n,
+        });
     }
     checks.push(CheckItem {
         check: "budgets".into(),
@@ -754,12 +848,17 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
         detail: format!(
             "{} active run(s) for this owner{}",
             active.len(),
-            if active.iter().any(|a| a.estimated) { " (rates partly estimated)" } else { "" }
+            if active.iter().any(|a| a.estimated) {
+                " (rates partly estimated)"
+            } else {
+                ""
+            }
         ),
     });
 
     // 6. Digests, summary, store.
-    let request_digest = launch::digest(&json!({"request": request, "env": env_names, "volume": volume}));
+    let request_digest =
+        launch::digest(&json!({"request": request, "env": env_names, "volume": volume}));
     let content_digest = launch::digest(&json!({
         "config": config_digest, "mode": mode, "team": owner.team, "gpu_type": gpu_type,
         "image_tag": image_tag, "source_ref": source_ref, "volume": volume_name, "env": env_names,
@@ -794,7 +893,15 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
         kind: default_kind(),
         resume_from: None,
     };
-    let summary = summary_text(&plan_id, &expires, &body, &report, image_tag.as_deref(), source_ref.as_deref(), state.sandbox);
+    let summary = summary_text(
+        &plan_id,
+        &expires,
+        &body,
+        &report,
+        image_tag.as_deref(),
+        source_ref.as_deref(),
+        state.sandbox,
+    );
     let store = store(&state)?;
     store
         .put_plan(&PlanRecord {
@@ -808,12 +915,22 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
             body: serde_json::to_value(&body).map_err(|e| refuse(format!("internal: {e}")))?,
         })
         .map_err(|e| refuse(format!("cannot store the plan: {e}")))?;
-    audit(&state, "plan_run", "planned", Some(&plan_id), None, json!({
-        "owner": owner.team, "price_per_hour_usd": price.per_hour_usd, "blocked": blocked.is_some(),
-        "overrides": overrides,
-    }));
+    audit(
+        &state,
+        "plan_run",
+        "planned",
+        Some(&plan_id),
+        None,
+        json!({
+            "owner": owner.team, "price_per_hour_usd": price.per_hour_usd, "blocked": blocked.is_some(),
+            "overrides": overrides,
+        }),
+    );
     let confirmation = match state.policy.confirm {
-        ConfirmMode::Plan => "plan mode: launch_run with this plan_id dispatches without asking (cost caps apply)".to_string(),
+        ConfirmMode::Plan => {
+            "plan mode: launch_run with this plan_id dispatches without asking (cost caps apply)"
+                .to_string()
+        }
         ConfirmMode::Human => format!(
             "a person must confirm: launch_run asks through your client's confirmation dialog when it has one; otherwise the person runs `factory-mcp approve {plan_id}` in a terminal, then launch_run is called again"
         ),
@@ -823,8 +940,15 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
         body.model.as_deref().unwrap_or("a run"),
         owner.label,
         gpus.map(|g| g.to_string()).unwrap_or_else(|| "?".into()),
-        price.per_hour_usd.map(|p| format!("${p:.2}/h")).unwrap_or_else(|| "price unknown".into()),
-        if blocked.is_some() { " — BLOCKED (see blocked)" } else { "" }
+        price
+            .per_hour_usd
+            .map(|p| format!("${p:.2}/h"))
+            .unwrap_or_else(|| "price unknown".into()),
+        if blocked.is_some() {
+            " — BLOCKED (see blocked)"
+        } else {
+            ""
+        }
     );
     Ok(Outcome::done(
         format!("{headline}\n{summary}"),
@@ -871,7 +995,10 @@ async fn plan_resume(
         ("run_name", args.run_name.is_some()),
         ("team_id", args.team_id.is_some()),
         ("personal", args.personal.is_some()),
-        ("relaunch_after_failure", args.relaunch_after_failure.is_some()),
+        (
+            "relaunch_after_failure",
+            args.relaunch_after_failure.is_some(),
+        ),
     ] {
         if present {
             return Err(refuse(format!(
@@ -888,8 +1015,13 @@ async fn plan_resume(
             prev.status
         )));
     }
-    if state.policy.confirm == ConfirmMode::Plan && !state.policy.allow_model_overrides && !overrides.is_empty() {
-        return Err(refuse("Refused in plan-confirmation mode: allow_duplicate may not be set by the assistant unless the policy sets allow_model_overrides = true."));
+    if state.policy.confirm == ConfirmMode::Plan
+        && !state.policy.allow_model_overrides
+        && !overrides.is_empty()
+    {
+        return Err(refuse(
+            "Refused in plan-confirmation mode: allow_duplicate may not be set by the assistant unless the policy sets allow_model_overrides = true.",
+        ));
     }
     let platform = state.platform()?;
     let team = prev.team_id.clone();
@@ -908,7 +1040,12 @@ async fn plan_resume(
     });
     let gpu_type = args.gpu_type.clone().or(cluster_gpu);
     let gpus = prev.gpu_count.and_then(|g| u64::try_from(g).ok());
-    let price = launch::price(&models, prev.base_model.as_deref(), gpu_type.as_deref(), gpus);
+    let price = launch::price(
+        &models,
+        prev.base_model.as_deref(),
+        gpu_type.as_deref(),
+        gpus,
+    );
     let runs = owner_runs(platform, &team, 5).await?;
     let active = active_spend(&state, &runs, &models);
     let figures = PlanFigures {
@@ -922,13 +1059,22 @@ async fn plan_resume(
     if !violations.is_empty() {
         return Err(refuse(format!(
             "Refused by the policy:\n- {}",
-            violations.iter().map(|v| format!("{}: {}", v.key, v.message)).collect::<Vec<_>>().join("\n- ")
+            violations
+                .iter()
+                .map(|v| format!("{}: {}", v.key, v.message))
+                .collect::<Vec<_>>()
+                .join("\n- ")
         )));
     }
     let run_name = prev.name.clone().unwrap_or_default();
     let resumed: Vec<&RlRun> = runs
         .iter()
-        .filter(|r| r.id != prev.id && launch::is_active_status(&r.status) && !run_name.is_empty() && r.name.as_deref() == Some(run_name.as_str()))
+        .filter(|r| {
+            r.id != prev.id
+                && launch::is_active_status(&r.status)
+                && !run_name.is_empty()
+                && r.name.as_deref() == Some(run_name.as_str())
+        })
         .collect();
     let duplicates: Vec<DuplicateItem> = resumed
         .iter()
@@ -943,7 +1089,11 @@ async fn plan_resume(
     if !duplicates.is_empty() && args.allow_duplicate != Some(true) {
         return Err(refuse(format!(
             "An active run named {run_name} already exists ({}): the paused run may have been resumed already. Watch it instead, or pass allow_duplicate: true.",
-            duplicates.iter().map(|d| d.run_id.as_str()).collect::<Vec<_>>().join(", ")
+            duplicates
+                .iter()
+                .map(|d| d.run_id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     let mut request = Map::new();
@@ -954,12 +1104,18 @@ async fn plan_resume(
         request.insert("imageTag".into(), json!(t));
     }
     let request = Value::Object(request);
-    let request_digest = launch::digest(&json!({"resume_from": from, "request": request, "env": env_names}));
-    let content_digest = launch::digest(&json!({"resume_from": from, "gpu_type": gpu_type, "image_tag": args.image_tag, "env": env_names}));
+    let request_digest =
+        launch::digest(&json!({"resume_from": from, "request": request, "env": env_names}));
+    let content_digest = launch::digest(
+        &json!({"resume_from": from, "gpu_type": gpu_type, "image_tag": args.image_tag, "env": env_names}),
+    );
     let now = Utc::now();
     let plan_id = new_plan_id();
     let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
-    let owner_label = team.as_ref().map(|t| format!("team {t}")).unwrap_or_else(|| "personal account".into());
+    let owner_label = team
+        .as_ref()
+        .map(|t| format!("team {t}"))
+        .unwrap_or_else(|| "personal account".into());
     let body = PlanBody {
         request: request.clone(),
         env_names: env_names.clone(),
@@ -989,14 +1145,31 @@ async fn plan_resume(
         resume_from: Some(from.clone()),
     };
     let mut lines = vec![
-        format!("Resume plan {plan_id} (expires {})", expires.format("%Y-%m-%d %H:%M UTC")),
-        format!("Resumes:  {from} ({}, PAUSED) as a NEW billable run", if run_name.is_empty() { "unnamed" } else { &run_name }),
+        format!(
+            "Resume plan {plan_id} (expires {})",
+            expires.format("%Y-%m-%d %H:%M UTC")
+        ),
+        format!(
+            "Resumes:  {from} ({}, PAUSED) as a NEW billable run",
+            if run_name.is_empty() {
+                "unnamed"
+            } else {
+                &run_name
+            }
+        ),
         format!("Owner:    {owner_label} — from the paused run"),
-        format!("Model:    {} ({})", body.model.as_deref().unwrap_or("?"), body.mode.to_uppercase()),
+        format!(
+            "Model:    {} ({})",
+            body.model.as_deref().unwrap_or("?"),
+            body.mode.to_uppercase()
+        ),
         format!(
             "GPUs:     {} × {}",
             gpus.map(|g| g.to_string()).unwrap_or_else(|| "?".into()),
-            gpu_type.as_deref().or(price.gpu_type.as_deref()).unwrap_or("any type")
+            gpu_type
+                .as_deref()
+                .or(price.gpu_type.as_deref())
+                .unwrap_or("any type")
         ),
         format!(
             "Price:    {}",
@@ -1007,7 +1180,11 @@ async fn plan_resume(
         ),
         format!(
             "Secrets:  {}",
-            if env_names.is_empty() { "none".to_string() } else { format!("{} (by name)", env_names.join(", ")) }
+            if env_names.is_empty() {
+                "none".to_string()
+            } else {
+                format!("{} (by name)", env_names.join(", "))
+            }
         ),
     ];
     for n in &price.notes {
@@ -1032,7 +1209,14 @@ async fn plan_resume(
             body: serde_json::to_value(&body).map_err(|e| refuse(format!("internal: {e}")))?,
         })
         .map_err(|e| refuse(format!("cannot store the plan: {e}")))?;
-    audit(&state, "plan_run", "planned_resume", Some(&plan_id), Some(&from), json!({"price_per_hour_usd": price.per_hour_usd}));
+    audit(
+        &state,
+        "plan_run",
+        "planned_resume",
+        Some(&plan_id),
+        Some(&from),
+        json!({"price_per_hour_usd": price.per_hour_usd}),
+    );
     Ok(Outcome::done(
         format!("Planned the resume of {from}: {}\n{summary}", price.per_hour_usd.map(|p| format!("${p:.2}/h")).unwrap_or_else(|| "price unknown".into())),
         PlanOut {
@@ -1067,7 +1251,11 @@ async fn plan_resume(
 fn secret_refusal(findings: &[factory_policies::SecretFinding]) -> ToolError {
     refuse(format!(
         "Refused: an argument carries a secret value, and secrets are passed by name only.\n- {}\nRemove the value; for a run's W&B or Hugging Face credentials pass env: [\"WANDB_API_KEY\"] / [\"HF_TOKEN\"] and set them in the server's environment.",
-        findings.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("\n- ")
+        findings
+            .iter()
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>()
+            .join("\n- ")
     ))
 }
 
@@ -1085,7 +1273,11 @@ fn check_env_names(state: &AppState, names: &[String]) -> Result<Vec<String>, To
             let shown: String = n.chars().take(40).collect();
             return Err(refuse(format!(
                 "env[{i}]: `{shown}` cannot be forwarded: a run can receive only WANDB_API_KEY and HF_TOKEN{}.",
-                if n == "PRIME_API_KEY" { " (the platform key is never forwarded)" } else { "" }
+                if n == "PRIME_API_KEY" {
+                    " (the platform key is never forwarded)"
+                } else {
+                    ""
+                }
             )));
         }
         if !out.contains(n) {
@@ -1113,33 +1305,76 @@ fn summary_text(
         _ => "not derivable from the config".into(),
     };
     let price = match (b.price.per_gpu_hour_usd, b.price.per_hour_usd) {
-        (Some(pg), Some(ph)) => format!("${pg:.2}/GPU-hour on demand → ${ph:.2}/hour ({})", b.price.basis),
-        (Some(pg), None) => format!("${pg:.2}/GPU-hour; hourly total unknown ({})", b.price.basis),
+        (Some(pg), Some(ph)) => format!(
+            "${pg:.2}/GPU-hour on demand → ${ph:.2}/hour ({})",
+            b.price.basis
+        ),
+        (Some(pg), None) => format!(
+            "${pg:.2}/GPU-hour; hourly total unknown ({})",
+            b.price.basis
+        ),
         _ => format!("unknown ({})", b.price.basis),
     };
     let length = match b.max_steps {
-        Some(s) => format!("max_steps = {s}; run cost unknown (the platform gives no step timing), billed per hour until it ends"),
+        Some(s) => format!(
+            "max_steps = {s}; run cost unknown (the platform gives no step timing), billed per hour until it ends"
+        ),
         None => "NO max_steps: trains and bills until stopped".into(),
     };
     let volume = match &b.volume {
-        Some(v) if v.create => format!("{} — will be CREATED ({}), a billable side effect", v.name, v.size),
+        Some(v) if v.create => format!(
+            "{} — will be CREATED ({}), a billable side effect",
+            v.name, v.size
+        ),
         Some(v) => format!("{} (exists)", v.name),
         None => "none (checkpoints stay on the platform)".into(),
     };
     let mut lines = vec![
-        format!("Launch plan {plan_id} (expires {})", expires.format("%Y-%m-%d %H:%M UTC")),
+        format!(
+            "Launch plan {plan_id} (expires {})",
+            expires.format("%Y-%m-%d %H:%M UTC")
+        ),
         format!("Owner:    {} — from {}", b.owner_label, b.owner_source),
-        format!("Model:    {} ({})", b.model.as_deref().unwrap_or("?"), b.mode.to_uppercase()),
-        format!("GPUs:     {gpus} × {}", b.gpu_type.as_deref().or(b.price.gpu_type.as_deref()).unwrap_or("any type")),
+        format!(
+            "Model:    {} ({})",
+            b.model.as_deref().unwrap_or("?"),
+            b.mode.to_uppercase()
+        ),
+        format!(
+            "GPUs:     {gpus} × {}",
+            b.gpu_type
+                .as_deref()
+                .or(b.price.gpu_type.as_deref())
+                .unwrap_or("any type")
+        ),
         format!("Price:    {price}"),
         format!("Length:   {length}"),
-        format!("Image:    {} · source ref: {}", image_tag.unwrap_or("(platform default)"), source_ref.unwrap_or("(none)")),
+        format!(
+            "Image:    {} · source ref: {}",
+            image_tag.unwrap_or("(platform default)"),
+            source_ref.unwrap_or("(none)")
+        ),
         format!("Volume:   {volume}"),
         format!(
             "Secrets:  {}",
-            if b.env_names.is_empty() { "none".to_string() } else { format!("{} (by name, from the server's environment)", b.env_names.join(", ")) }
+            if b.env_names.is_empty() {
+                "none".to_string()
+            } else {
+                format!(
+                    "{} (by name, from the server's environment)",
+                    b.env_names.join(", ")
+                )
+            }
         ),
-        format!("Run name: {}{}", b.run_name, if b.run_name_generated { " (generated)" } else { "" }),
+        format!(
+            "Run name: {}{}",
+            b.run_name,
+            if b.run_name_generated {
+                " (generated)"
+            } else {
+                ""
+            }
+        ),
     ];
     for n in &b.price.notes {
         lines.push(format!("Note:     {n}"));
@@ -1156,7 +1391,14 @@ fn summary_text(
     lines.join("\n")
 }
 
-pub(crate) fn audit(state: &AppState, tool: &str, action: &str, plan_id: Option<&str>, run_id: Option<&str>, detail: Value) {
+pub(crate) fn audit(
+    state: &AppState,
+    tool: &str,
+    action: &str,
+    plan_id: Option<&str>,
+    run_id: Option<&str>,
+    detail: Value,
+) {
     if let Ok(store) = state.store() {
         let mut detail = detail;
         state.redactor.redact_json(&mut detail);
@@ -1215,18 +1457,31 @@ struct SealedConfirm {
 
 fn load_plan(store: &Store, plan_id: &str) -> Result<(PlanRecord, PlanBody), ToolError> {
     if !plan_id.starts_with("plan_") || check_id("plan", plan_id).is_err() {
-        return Err(refuse(format!("`{}` is not a plan id: call plan_run first.", plan_id.chars().take(40).collect::<String>())));
+        return Err(refuse(format!(
+            "`{}` is not a plan id: call plan_run first.",
+            plan_id.chars().take(40).collect::<String>()
+        )));
     }
     let plan = store
         .get_plan(plan_id)
         .map_err(|e| refuse(format!("cannot read the plan store: {e}")))?
-        .ok_or_else(|| refuse(format!("Unknown plan {plan_id}: call plan_run to make one. Nothing was dispatched.")))?;
+        .ok_or_else(|| {
+            refuse(format!(
+                "Unknown plan {plan_id}: call plan_run to make one. Nothing was dispatched."
+            ))
+        })?;
     let body: PlanBody = serde_json::from_value(plan.body.clone())
         .map_err(|e| refuse(format!("plan {plan_id} is unreadable ({e}); re-plan")))?;
     Ok((plan, body))
 }
 
-fn dedup_out(state: &AppState, plan_id: &str, run_id: &str, run: Option<&RlRun>, details: &Value) -> LaunchOut {
+fn dedup_out(
+    state: &AppState,
+    plan_id: &str,
+    run_id: &str,
+    run: Option<&RlRun>,
+    details: &Value,
+) -> LaunchOut {
     let url = state
         .platform()
         .map(|p| p.settings().run_dashboard_url(run_id))
@@ -1238,8 +1493,13 @@ fn dedup_out(state: &AppState, plan_id: &str, run_id: &str, run: Option<&RlRun>,
         dashboard_url: url,
         deduplicated: true,
         on_demand: details.get("on_demand").and_then(Value::as_bool),
-        gpu_type: details.get("gpu_type").and_then(Value::as_str).map(str::to_owned),
-        price_per_gpu_hour_usd: details.get("price_per_gpu_hour_usd").and_then(Value::as_f64),
+        gpu_type: details
+            .get("gpu_type")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        price_per_gpu_hour_usd: details
+            .get("price_per_gpu_hour_usd")
+            .and_then(Value::as_f64),
         estimated_cost_per_hour_usd: details.get("rate_per_hour_usd").and_then(Value::as_f64),
         volume_created: false,
     }
@@ -1275,26 +1535,43 @@ async fn reconcile(
     }))
 }
 
-async fn launch_run(state: Arc<AppState>, args: LaunchRunArgs, call: Call) -> ToolResult<LaunchOut> {
+async fn launch_run(
+    state: Arc<AppState>,
+    args: LaunchRunArgs,
+    call: Call,
+) -> ToolResult<LaunchOut> {
     run_plan(state, &args.plan_id, call, "launch_run").await
 }
 
-async fn resume_run(state: Arc<AppState>, args: LaunchRunArgs, call: Call) -> ToolResult<LaunchOut> {
+async fn resume_run(
+    state: Arc<AppState>,
+    args: LaunchRunArgs,
+    call: Call,
+) -> ToolResult<LaunchOut> {
     run_plan(state, &args.plan_id, call, "resume_run").await
 }
 
 /// The shared pipeline of launch_run and resume_run.
-async fn run_plan(state: Arc<AppState>, plan_id: &str, call: Call, tool_name: &str) -> ToolResult<LaunchOut> {
+async fn run_plan(
+    state: Arc<AppState>,
+    plan_id: &str,
+    call: Call,
+    tool_name: &str,
+) -> ToolResult<LaunchOut> {
     let store = store(&state)?;
     let platform = state.platform()?;
     let (plan, body) = load_plan(store, plan_id)?;
     let plan_id = plan.id.clone();
     match (tool_name, body.kind.as_str()) {
         ("launch_run", "resume") => {
-            return Err(refuse(format!("Plan {plan_id} resumes a paused run: call resume_run with it.")));
+            return Err(refuse(format!(
+                "Plan {plan_id} resumes a paused run: call resume_run with it."
+            )));
         }
         ("resume_run", k) if k != "resume" => {
-            return Err(refuse(format!("Plan {plan_id} launches a new run: call launch_run with it.")));
+            return Err(refuse(format!(
+                "Plan {plan_id} launches a new run: call launch_run with it."
+            )));
         }
         _ => {}
     }
@@ -1304,10 +1581,20 @@ async fn run_plan(state: Arc<AppState>, plan_id: &str, call: Call, tool_name: &s
         return Ok(done);
     }
     if Utc::now() > plan.expires_at {
-        return Err(refuse(format!("Plan {plan_id} expired at {}: call plan_run again. Nothing was dispatched.", plan.expires_at.to_rfc3339())));
+        return Err(refuse(format!(
+            "Plan {plan_id} expired at {}: call plan_run again. Nothing was dispatched.",
+            plan.expires_at.to_rfc3339()
+        )));
     }
     if let Some(b) = &body.blocked {
-        audit(&state, tool_name, "refused_blocked", Some(&plan_id), None, json!({}));
+        audit(
+            &state,
+            tool_name,
+            "refused_blocked",
+            Some(&plan_id),
+            None,
+            json!({}),
+        );
         return Err(refuse(format!("{b} Nothing was dispatched.")));
     }
     recheck(&state, platform, &body).await?;
@@ -1342,9 +1629,19 @@ async fn guard_existing(
     let in_flight = match &rec.state {
         DispatchState::Dispatched { run_id, details } => {
             let run = platform.get_run(run_id).await.ok();
-            audit(state, "launch_run", "deduplicated", Some(&plan.id), Some(run_id), json!({}));
+            audit(
+                state,
+                "launch_run",
+                "deduplicated",
+                Some(&plan.id),
+                Some(run_id),
+                json!({}),
+            );
             return Ok(Some(Outcome::done(
-                format!("Plan {} was already launched as run {run_id}: nothing new was dispatched", plan.id),
+                format!(
+                    "Plan {} was already launched as run {run_id}: nothing new was dispatched",
+                    plan.id
+                ),
                 dedup_out(state, &plan.id, run_id, run.as_ref(), details),
             )));
         }
@@ -1357,9 +1654,19 @@ async fn guard_existing(
         store
             .mark_dispatched(&plan.id, &run.id, &details)
             .map_err(|e| refuse(format!("cannot write the dispatch journal: {e}")))?;
-        audit(state, "launch_run", "reconciled", Some(&plan.id), Some(&run.id), json!({}));
+        audit(
+            state,
+            "launch_run",
+            "reconciled",
+            Some(&plan.id),
+            Some(&run.id),
+            json!({}),
+        );
         return Ok(Some(Outcome::done(
-            format!("Plan {} had already created run {} (found by reconciliation): nothing new was dispatched", plan.id, run.id),
+            format!(
+                "Plan {} had already created run {} (found by reconciliation): nothing new was dispatched",
+                plan.id, run.id
+            ),
             dedup_out(state, &plan.id, &run.id, Some(&run), &details),
         )));
     }
@@ -1387,9 +1694,15 @@ async fn guard_existing(
 }
 
 /// Budgets and the config file still as planned.
-async fn recheck(state: &AppState, platform: &PlatformClient, body: &PlanBody) -> Result<(), ToolError> {
+async fn recheck(
+    state: &AppState,
+    platform: &PlatformClient,
+    body: &PlanBody,
+) -> Result<(), ToolError> {
     if let (Some(path), Some(sha)) = (&body.config_path, &body.config_sha256) {
-        let now = tokio::fs::read(path).await.map(|b| launch::digest_bytes(&b));
+        let now = tokio::fs::read(path)
+            .await
+            .map(|b| launch::digest_bytes(&b));
         if now.as_ref().ok() != Some(sha) {
             return Err(refuse(format!(
                 "{path} changed (or vanished) since the plan was made: re-plan with plan_run. Nothing was dispatched."
@@ -1414,7 +1727,11 @@ async fn recheck(state: &AppState, platform: &PlatformClient, body: &PlanBody) -
     if !violations.is_empty() {
         return Err(refuse(format!(
             "Refused by the policy now:\n- {}\nNothing was dispatched.",
-            violations.iter().map(|v| format!("{}: {}", v.key, v.message)).collect::<Vec<_>>().join("\n- ")
+            violations
+                .iter()
+                .map(|v| format!("{}: {}", v.key, v.message))
+                .collect::<Vec<_>>()
+                .join("\n- ")
         )));
     }
     Ok(())
@@ -1442,12 +1759,13 @@ pub(crate) async fn confirm(
         };
     }
     let ctx = &call.ctx;
-    let modern = ctx.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-    let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some());
-    let question = format!(
-        "{}\n\nApprove this billable launch?",
-        plan.summary_text
-    );
+    let modern = ctx
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let can_elicit = ctx
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some());
+    let question = format!("{}\n\nApprove this billable launch?", plan.summary_text);
     if modern && can_elicit {
         let key = store
             .request_state_key()
@@ -1460,12 +1778,20 @@ pub(crate) async fn confirm(
                 let sealed = SealedConfirm {
                     plan_id: plan.id.clone(),
                     request_digest: plan.request_digest.clone(),
-                    nonce: format!("{:08x}{:08x}{:08x}{:08x}", rand_u32(), rand_u32(), rand_u32(), rand_u32()),
+                    nonce: format!(
+                        "{:08x}{:08x}{:08x}{:08x}",
+                        rand_u32(),
+                        rand_u32(),
+                        rand_u32(),
+                        rand_u32()
+                    ),
                 };
                 let payload = serde_json::to_vec(&sealed).map_err(|e| refuse(e.to_string()))?;
                 let state_str = codec.seal_with(
                     &payload,
-                    &SealOptions::new().associated_data(ad.as_bytes()).ttl(CONFIRM_TTL),
+                    &SealOptions::new()
+                        .associated_data(ad.as_bytes())
+                        .ttl(CONFIRM_TTL),
                 );
                 let schema = serde_json::from_value(json!({
                     "type": "object",
@@ -1476,14 +1802,25 @@ pub(crate) async fn confirm(
                 let mut reqs = InputRequests::new();
                 reqs.insert(
                     "confirm".into(),
-                    InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
-                        meta: None,
-                        message: question,
-                        requested_schema: schema,
-                    })),
+                    InputRequest::Elicitation(ElicitRequest::new(
+                        ElicitRequestParams::FormElicitationParams {
+                            meta: None,
+                            message: question,
+                            requested_schema: schema,
+                        },
+                    )),
                 );
-                audit(state, "launch_run", "asked", Some(&plan.id), None, json!({"via": "input_required"}));
-                Ok(Some(InputRequiredResult::new(Some(reqs), Some(state_str)).into()))
+                audit(
+                    state,
+                    "launch_run",
+                    "asked",
+                    Some(&plan.id),
+                    None,
+                    json!({"via": "input_required"}),
+                );
+                Ok(Some(
+                    InputRequiredResult::new(Some(reqs), Some(state_str)).into(),
+                ))
             }
             Some(sealed) => {
                 let payload = codec.open_with(sealed, ad.as_bytes()).map_err(|_| {
@@ -1492,14 +1829,28 @@ pub(crate) async fn confirm(
                 let sc: SealedConfirm = serde_json::from_slice(&payload)
                     .map_err(|_| refuse("The confirmation state is unreadable: call launch_run again. Nothing was dispatched."))?;
                 if sc.plan_id != plan.id || sc.request_digest != plan.request_digest {
-                    return Err(refuse("The confirmation was for another plan or request: call launch_run again."));
+                    return Err(refuse(
+                        "The confirmation was for another plan or request: call launch_run again.",
+                    ));
                 }
                 let first_use = store
-                    .use_nonce(&sc.nonce, Utc::now() + chrono::Duration::from_std(CONFIRM_TTL).unwrap_or_default())
+                    .use_nonce(
+                        &sc.nonce,
+                        Utc::now() + chrono::Duration::from_std(CONFIRM_TTL).unwrap_or_default(),
+                    )
                     .map_err(|e| refuse(format!("cannot record the confirmation: {e}")))?;
                 if !first_use {
-                    audit(state, "launch_run", "replay_refused", Some(&plan.id), None, json!({}));
-                    return Err(refuse("This confirmation was already used: a confirmation answers one launch only. Call launch_run again."));
+                    audit(
+                        state,
+                        "launch_run",
+                        "replay_refused",
+                        Some(&plan.id),
+                        None,
+                        json!({}),
+                    );
+                    return Err(refuse(
+                        "This confirmation was already used: a confirmation answers one launch only. Call launch_run again.",
+                    ));
                 }
                 let accepted = call
                     .input_responses
@@ -1508,15 +1859,36 @@ pub(crate) async fn confirm(
                     .and_then(|v| ElicitResult::deserialize(v).ok())
                     .is_some_and(|r| {
                         matches!(r.action, ElicitationAction::Accept)
-                            && r.content.as_ref().and_then(|c| c.get("confirm")).and_then(Value::as_bool) == Some(true)
+                            && r.content
+                                .as_ref()
+                                .and_then(|c| c.get("confirm"))
+                                .and_then(Value::as_bool)
+                                == Some(true)
                     });
                 if accepted {
                     record(store, &plan.id, Decision::Approved, "elicitation")?;
-                    audit(state, "launch_run", "approved", Some(&plan.id), None, json!({"via": "input_required"}));
+                    audit(
+                        state,
+                        "launch_run",
+                        "approved",
+                        Some(&plan.id),
+                        None,
+                        json!({"via": "input_required"}),
+                    );
                     Ok(None)
                 } else {
-                    audit(state, "launch_run", "declined", Some(&plan.id), None, json!({"via": "input_required"}));
-                    Err(refuse(format!("The launch of plan {} was declined: nothing was dispatched.", plan.id)))
+                    audit(
+                        state,
+                        "launch_run",
+                        "declined",
+                        Some(&plan.id),
+                        None,
+                        json!({"via": "input_required"}),
+                    );
+                    Err(refuse(format!(
+                        "The launch of plan {} was declined: nothing was dispatched.",
+                        plan.id
+                    )))
                 }
             }
         }
@@ -1524,12 +1896,31 @@ pub(crate) async fn confirm(
         match ctx.peer.elicit::<Confirm>(question).await {
             Ok(Some(Confirm { confirm: true })) => {
                 record(store, &plan.id, Decision::Approved, "elicitation")?;
-                audit(state, "launch_run", "approved", Some(&plan.id), None, json!({"via": "elicitation"}));
+                audit(
+                    state,
+                    "launch_run",
+                    "approved",
+                    Some(&plan.id),
+                    None,
+                    json!({"via": "elicitation"}),
+                );
                 Ok(None)
             }
-            Ok(_) | Err(rmcp::service::ElicitationError::UserDeclined) | Err(rmcp::service::ElicitationError::UserCancelled) => {
-                audit(state, "launch_run", "declined", Some(&plan.id), None, json!({"via": "elicitation"}));
-                Err(refuse(format!("The launch of plan {} was declined: nothing was dispatched.", plan.id)))
+            Ok(_)
+            | Err(rmcp::service::ElicitationError::UserDeclined)
+            | Err(rmcp::service::ElicitationError::UserCancelled) => {
+                audit(
+                    state,
+                    "launch_run",
+                    "declined",
+                    Some(&plan.id),
+                    None,
+                    json!({"via": "elicitation"}),
+                );
+                Err(refuse(format!(
+                    "The launch of plan {} was declined: nothing was dispatched.",
+                    plan.id
+                )))
             }
             Err(e) => Err(refuse(format!(
                 "Could not ask for confirmation ({e}). Run `factory-mcp approve {}` in a terminal, then call {tool} again.",
@@ -1537,11 +1928,22 @@ pub(crate) async fn confirm(
             ))),
         }
     } else {
-        audit(state, "launch_run", "needs_approval", Some(&plan.id), None, json!({}));
+        audit(
+            state,
+            "launch_run",
+            "needs_approval",
+            Some(&plan.id),
+            None,
+            json!({}),
+        );
         Err(refuse(format!(
             "A person must approve this and this client cannot show a confirmation dialog. Ask the user to run `factory-mcp approve {}` in their terminal, then call {tool} again{}. Nothing was done.\n\n{}",
             plan.id,
-            if tool == "delete_run" { format!(" with intent_id: \"{}\"", plan.id) } else { String::new() },
+            if tool == "delete_run" {
+                format!(" with intent_id: \"{}\"", plan.id)
+            } else {
+                String::new()
+            },
             plan.summary_text
         )))
     }
@@ -1557,11 +1959,18 @@ fn record(store: &Store, plan_id: &str, d: Decision, via: &str) -> Result<(), To
 /// so a client that goes away mid-call cannot leave the journal half-written.
 async fn dispatch(state: Arc<AppState>, plan: PlanRecord, body: PlanBody) -> ToolResult<LaunchOut> {
     let task = tokio::spawn(async move { dispatch_inner(&state, &plan, &body).await });
-    task.await
-        .map_err(|e| refuse(format!("the dispatch task failed: {e}; call launch_run again (it reconciles first)")))?
+    task.await.map_err(|e| {
+        refuse(format!(
+            "the dispatch task failed: {e}; call launch_run again (it reconciles first)"
+        ))
+    })?
 }
 
-async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) -> ToolResult<LaunchOut> {
+async fn dispatch_inner(
+    state: &AppState,
+    plan: &PlanRecord,
+    body: &PlanBody,
+) -> ToolResult<LaunchOut> {
     let store = state.store()?;
     let platform = state.platform()?;
     let scope = scope_of(&body.team_id);
@@ -1570,10 +1979,12 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
         volume_created = ensure_volume(state, store, platform, &scope, body, v).await?;
     }
     let lease = platform.settings().timeouts.create + Duration::from_secs(30);
-    let busy = || refuse(format!(
-        "Another session is launching plan {} right now; call launch_run again shortly — it returns that run.",
-        plan.id
-    ));
+    let busy = || {
+        refuse(format!(
+            "Another session is launching plan {} right now; call launch_run again shortly — it returns that run.",
+            plan.id
+        ))
+    };
     match store
         .claim_dispatch(&plan.id, lease)
         .map_err(|e| refuse(format!("cannot write the dispatch journal: {e}")))?
@@ -1587,7 +1998,10 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
                     dedup_out(state, &plan.id, &run_id, run.as_ref(), &details),
                 ));
             }
-            DispatchState::Dispatching { lease_expired: true, .. } => {
+            DispatchState::Dispatching {
+                lease_expired: true,
+                ..
+            } => {
                 // Its holder died; the guard reconciled just before and found no run.
                 match store.take_over(&plan.id, lease) {
                     Ok(Claim::Claimed(_)) => {}
@@ -1598,7 +2012,8 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
                 // The guard reconciled just before, after the settle window, and found no run:
                 // the lost attempt created nothing. Record that, then claim afresh (atomic: of
                 // several callers only one wins the claim).
-                let _ = store.mark_failed(&plan.id, "reconciled: the earlier attempt created no run");
+                let _ =
+                    store.mark_failed(&plan.id, "reconciled: the earlier attempt created no run");
                 match store.claim_dispatch(&plan.id, lease) {
                     Ok(Claim::Claimed(_)) => {}
                     _ => return Err(busy()),
@@ -1607,7 +2022,14 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
             _ => return Err(busy()),
         },
     }
-    audit(state, "launch_run", "dispatching", Some(&plan.id), None, json!({"run_name": body.run_name, "kind": body.kind}));
+    audit(
+        state,
+        "launch_run",
+        "dispatching",
+        Some(&plan.id),
+        None,
+        json!({"run_name": body.run_name, "kind": body.kind}),
+    );
     let answer = if body.kind == "resume" {
         let from = body.resume_from.clone().unwrap_or_default();
         let request = resume_request(state, body)?;
@@ -1635,7 +2057,14 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
             store
                 .mark_dispatched(&plan.id, &resp.run_id, &details)
                 .map_err(|e| refuse(format!("run {} was created but the journal could not record it ({e}); do not re-launch: get_run shows it", resp.run_id)))?;
-            audit(state, "launch_run", "dispatched", Some(&plan.id), Some(&resp.run_id), details.clone());
+            audit(
+                state,
+                "launch_run",
+                "dispatched",
+                Some(&plan.id),
+                Some(&resp.run_id),
+                details.clone(),
+            );
             let run = platform.get_run(&resp.run_id).await.ok();
             Ok(Outcome::done(
                 format!("Launched run {} for plan {}", resp.run_id, plan.id),
@@ -1655,16 +2084,34 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
         }
         Err(e) if e.is_ambiguous() => {
             let _ = store.mark_unknown(&plan.id, &e.to_string());
-            audit(state, "launch_run", "unknown", Some(&plan.id), None, json!({"error": e.to_string()}));
+            audit(
+                state,
+                "launch_run",
+                "unknown",
+                Some(&plan.id),
+                None,
+                json!({"error": e.to_string()}),
+            );
             // Reconcile at once: the run may exist although the answer was lost.
             if let Ok(Some(run)) = reconcile(state, platform, &plan.id, body).await {
-                let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd});
+                let details =
+                    json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd});
                 let _ = store.mark_dispatched(&plan.id, &run.id, &details);
-                audit(state, "launch_run", "reconciled", Some(&plan.id), Some(&run.id), json!({}));
+                audit(
+                    state,
+                    "launch_run",
+                    "reconciled",
+                    Some(&plan.id),
+                    Some(&run.id),
+                    json!({}),
+                );
                 let mut out = dedup_out(state, &plan.id, &run.id, Some(&run), &details);
                 out.deduplicated = false;
                 return Ok(Outcome::done(
-                    format!("Launched run {} for plan {} (the platform's answer was lost; found by reconciliation)", run.id, plan.id),
+                    format!(
+                        "Launched run {} for plan {} (the platform's answer was lost; found by reconciliation)",
+                        run.id, plan.id
+                    ),
                     out,
                 ));
             }
@@ -1675,13 +2122,27 @@ async fn dispatch_inner(state: &AppState, plan: &PlanRecord, body: &PlanBody) ->
         }
         Err(e) => {
             let _ = store.mark_failed(&plan.id, &e.to_string());
-            audit(state, "launch_run", "failed", Some(&plan.id), None, json!({"error": e.to_string()}));
-            Err(platform_error(&format!("launch plan {} (nothing was created)", plan.id), &e))
+            audit(
+                state,
+                "launch_run",
+                "failed",
+                Some(&plan.id),
+                None,
+                json!({"error": e.to_string()}),
+            );
+            Err(platform_error(
+                &format!("launch plan {} (nothing was created)", plan.id),
+                &e,
+            ))
         }
     }
 }
 
-fn forwarded_secret(state: &AppState, body: &PlanBody, name: &str) -> Result<Option<SecretString>, ToolError> {
+fn forwarded_secret(
+    state: &AppState,
+    body: &PlanBody,
+    name: &str,
+) -> Result<Option<SecretString>, ToolError> {
     if !body.env_names.iter().any(|n| n == name) {
         return Ok(None);
     }
@@ -1694,7 +2155,12 @@ fn forwarded_secret(state: &AppState, body: &PlanBody, name: &str) -> Result<Opt
 
 /// The resume request (§6.6: only gpuType, imageTag and the two secrets).
 fn resume_request(state: &AppState, body: &PlanBody) -> Result<ResumeRunRequest, ToolError> {
-    let s = |k: &str| body.request.get(k).and_then(Value::as_str).map(str::to_owned);
+    let s = |k: &str| {
+        body.request
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
     Ok(ResumeRunRequest {
         gpu_type: s("gpuType"),
         image_tag: s("imageTag"),
@@ -1719,7 +2185,11 @@ fn create_request(state: &AppState, body: &PlanBody) -> Result<CreateRunRequest,
         }
     };
     Ok(CreateRunRequest {
-        config: r.get("config").and_then(Value::as_object).cloned().unwrap_or_default(),
+        config: r
+            .get("config")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
         sft: r.get("mode").and_then(Value::as_str) == Some("sft"),
         name: s("name"),
         team_id: s("teamId"),
@@ -1750,7 +2220,9 @@ async fn ensure_volume(
         async move { platform.list_volumes(&scope).await }
     };
     let mut created = false;
-    let existing = list(platform).await.map_err(|e| platform_error("list volumes", &e))?;
+    let existing = list(platform)
+        .await
+        .map_err(|e| platform_error("list volumes", &e))?;
     if !existing.iter().any(|x| x.name == v.name) {
         let claim = store
             .claim_volume_create(&owner_key, &v.name, lease)
@@ -1759,7 +2231,10 @@ async fn ensure_volume(
             Claim::Claimed(_) => true,
             Claim::Existing(rec) => match rec.state {
                 VolumeState::Created => false,
-                VolumeState::Creating { lease_expired: false, .. } => {
+                VolumeState::Creating {
+                    lease_expired: false,
+                    ..
+                } => {
                     return Err(refuse(format!(
                         "Volume {} is being created by another call; call launch_run again in a moment. Nothing was dispatched.",
                         v.name
@@ -1774,41 +2249,57 @@ async fn ensure_volume(
             },
         };
         if go {
-        match platform.create_volume(&v.name, &v.size, scope).await {
-            Ok(_) => {
-                let _ = store.mark_volume_created(&owner_key, &v.name);
-                audit(state, "launch_run", "volume_created", None, None, json!({"volume": v.name, "size": v.size}));
-                created = true;
-            }
-            Err(e) if e.is_ambiguous() => {
-                let _ = store.mark_volume_unknown(&owner_key, &v.name, &e.to_string());
-                // The volume may exist: look before saying anything.
-                let now = list(platform).await.unwrap_or_default();
-                if now.iter().any(|x| x.name == v.name) {
+            match platform.create_volume(&v.name, &v.size, scope).await {
+                Ok(_) => {
                     let _ = store.mark_volume_created(&owner_key, &v.name);
+                    audit(
+                        state,
+                        "launch_run",
+                        "volume_created",
+                        None,
+                        None,
+                        json!({"volume": v.name, "size": v.size}),
+                    );
                     created = true;
-                } else {
-                    return Err(refuse(format!(
-                        "Creating volume {} had an unknown outcome ({e}); call launch_run again: it checks before creating. Nothing was dispatched.",
-                        v.name
-                    )));
+                }
+                Err(e) if e.is_ambiguous() => {
+                    let _ = store.mark_volume_unknown(&owner_key, &v.name, &e.to_string());
+                    // The volume may exist: look before saying anything.
+                    let now = list(platform).await.unwrap_or_default();
+                    if now.iter().any(|x| x.name == v.name) {
+                        let _ = store.mark_volume_created(&owner_key, &v.name);
+                        created = true;
+                    } else {
+                        return Err(refuse(format!(
+                            "Creating volume {} had an unknown outcome ({e}); call launch_run again: it checks before creating. Nothing was dispatched.",
+                            v.name
+                        )));
+                    }
+                }
+                Err(e) => {
+                    let _ = store.mark_volume_failed(&owner_key, &v.name, &e.to_string());
+                    return Err(platform_error(&format!("create volume {}", v.name), &e));
                 }
             }
-            Err(e) => {
-                let _ = store.mark_volume_failed(&owner_key, &v.name, &e.to_string());
-                return Err(platform_error(&format!("create volume {}", v.name), &e));
-            }
-        }
         }
     }
     // Wait (bounded) for RUNNING.
     let deadline = tokio::time::Instant::now() + state.limits.volume_wait;
     loop {
-        let vols = list(platform).await.map_err(|e| platform_error("list volumes", &e))?;
-        match vols.iter().find(|x| x.name == v.name).map(|x| x.status.as_str()) {
+        let vols = list(platform)
+            .await
+            .map_err(|e| platform_error("list volumes", &e))?;
+        match vols
+            .iter()
+            .find(|x| x.name == v.name)
+            .map(|x| x.status.as_str())
+        {
             Some("RUNNING") => return Ok(created),
             Some(s @ ("FAILED" | "TOMBSTONED")) => {
-                return Err(refuse(format!("Volume {} is {s}: choose another volume and re-plan. Nothing was dispatched.", v.name)));
+                return Err(refuse(format!(
+                    "Volume {} is {s}: choose another volume and re-plan. Nothing was dispatched.",
+                    v.name
+                )));
             }
             other => {
                 if tokio::time::Instant::now() >= deadline {
@@ -1862,7 +2353,14 @@ async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolR
         } else {
             None
         };
-        audit(&state, "stop_run", "already_terminal", None, Some(&run.id), json!({"status": run.status}));
+        audit(
+            &state,
+            "stop_run",
+            "already_terminal",
+            None,
+            Some(&run.id),
+            json!({"status": run.status}),
+        );
         return Ok(Outcome::done(
             format!("Run {} is already {}: nothing to stop", run.id, run.status),
             StopOut {
@@ -1876,11 +2374,23 @@ async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolR
         ));
     }
     let platform = state.platform()?;
-    let stopped = platform
-        .stop_run(&run.id)
-        .await
-        .map_err(|e| platform_error(&format!("stop run {} (call get_run to see its state before retrying)", run.id), &e))?;
-    audit(&state, "stop_run", "stop_sent", None, Some(&run.id), json!({"status": stopped.status}));
+    let stopped = platform.stop_run(&run.id).await.map_err(|e| {
+        platform_error(
+            &format!(
+                "stop run {} (call get_run to see its state before retrying)",
+                run.id
+            ),
+            &e,
+        )
+    })?;
+    audit(
+        &state,
+        "stop_run",
+        "stop_sent",
+        None,
+        Some(&run.id),
+        json!({"status": stopped.status}),
+    );
     let mut last = stopped;
     if (args.wait.unwrap_or(true) || want_report) && !last.is_terminal() {
         last = platform

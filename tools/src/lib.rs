@@ -46,7 +46,8 @@ pub fn build_server(
     state: Arc<AppState>,
     enabled: impl Fn(&catalogue::ToolSpec) -> bool,
 ) -> FactoryServer<AppState> {
-    FactoryServer::new(state, all_tools(), enabled, INSTRUCTIONS).with_resources(resources::reader())
+    FactoryServer::new(state, all_tools(), enabled, INSTRUCTIONS)
+        .with_resources(resources::reader())
 }
 
 #[cfg(test)]
@@ -68,11 +69,23 @@ mod tests {
         for def in all_tools() {
             let input = serde_json::Value::Object((*def.tool.input_schema).clone());
             let problems = schema::portability_violations(&input);
-            assert!(problems.is_empty(), "{}: {problems:#?}\n{input:#}", def.spec.name);
-            let output = def.tool.output_schema.as_ref().expect("every tool has an output schema");
+            assert!(
+                problems.is_empty(),
+                "{}: {problems:#?}\n{input:#}",
+                def.spec.name
+            );
+            let output = def
+                .tool
+                .output_schema
+                .as_ref()
+                .expect("every tool has an output schema");
             let output = serde_json::Value::Object((**output).clone());
             let problems = schema::output_violations(&output);
-            assert!(problems.is_empty(), "{} output: {problems:#?}", def.spec.name);
+            assert!(
+                problems.is_empty(),
+                "{} output: {problems:#?}",
+                def.spec.name
+            );
         }
     }
 

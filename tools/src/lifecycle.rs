@@ -44,7 +44,11 @@ async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolRe
     if run.status.eq_ignore_ascii_case("PAUSED") || run.status.eq_ignore_ascii_case("PAUSING") {
         return Ok(Outcome::done(
             format!("Run {} is already {}", run.id, run.status),
-            LifecycleOut { run_id: run.id, status: run.status, note: Some("No pause was sent.".into()) },
+            LifecycleOut {
+                run_id: run.id,
+                status: run.status,
+                note: Some("No pause was sent.".into()),
+            },
         ));
     }
     if !run.status.eq_ignore_ascii_case("RUNNING") {
@@ -54,16 +58,31 @@ async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolRe
         )));
     }
     let platform = state.platform()?;
-    let answer = platform
-        .pause_run(&run.id)
-        .await
-        .map_err(|e| platform_error(&format!("pause run {} (get_run shows its state before any retry)", run.id), &e))?;
-    audit(&state, "pause_run", "paused", None, Some(&run.id), json!({"status": answer.status}));
+    let answer = platform.pause_run(&run.id).await.map_err(|e| {
+        platform_error(
+            &format!(
+                "pause run {} (get_run shows its state before any retry)",
+                run.id
+            ),
+            &e,
+        )
+    })?;
+    audit(
+        &state,
+        "pause_run",
+        "paused",
+        None,
+        Some(&run.id),
+        json!({"status": answer.status}),
+    );
     // Pausing settles on PAUSED; wait (bounded) like the CLI's stop does.
     let settled = if answer.status.eq_ignore_ascii_case("PAUSED") {
         answer.status.clone()
     } else {
-        let now = platform.get_run(&run.id).await.map_err(|e| platform_error("read the run", &e))?;
+        let now = platform
+            .get_run(&run.id)
+            .await
+            .map_err(|e| platform_error("read the run", &e))?;
         platform
             .wait_until_terminal(now, state.limits.stop_poll, Duration::from_secs(60))
             .await
@@ -79,7 +98,11 @@ async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolRe
     ))
 }
 
-async fn restart_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolResult<LifecycleOut> {
+async fn restart_run(
+    state: Arc<AppState>,
+    args: RunIdArgs,
+    _call: Call,
+) -> ToolResult<LifecycleOut> {
     let run = fetch_run(&state, &args.run_id).await?;
     if !run.status.eq_ignore_ascii_case("RUNNING") {
         return Err(ToolError::new(format!(
@@ -87,15 +110,33 @@ async fn restart_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> Tool
             run.id, run.status
         )));
     }
-    let restarted = state
-        .platform()?
-        .restart_run(&run.id)
-        .await
-        .map_err(|e| platform_error(&format!("restart run {} (do not retry blindly: get_run shows whether it restarted)", run.id), &e))?;
-    audit(&state, "restart_run", "restarted", None, Some(&run.id), json!({"status": restarted.status}));
+    let restarted = state.platform()?.restart_run(&run.id).await.map_err(|e| {
+        platform_error(
+            &format!(
+                "restart run {} (do not retry blindly: get_run shows whether it restarted)",
+                run.id
+            ),
+            &e,
+        )
+    })?;
+    audit(
+        &state,
+        "restart_run",
+        "restarted",
+        None,
+        Some(&run.id),
+        json!({"status": restarted.status}),
+    );
     Ok(Outcome::done(
-        format!("Run {} is restarting from its last checkpoint ({})", run.id, restarted.status),
-        LifecycleOut { run_id: run.id, status: restarted.status, note: None },
+        format!(
+            "Run {} is restarting from its last checkpoint ({})",
+            run.id, restarted.status
+        ),
+        LifecycleOut {
+            run_id: run.id,
+            status: restarted.status,
+            note: None,
+        },
     ))
 }
 
@@ -132,9 +173,16 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
             let plan = store
                 .get_plan(id)
                 .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
-                .ok_or_else(|| ToolError::new(format!("Unknown intent {id}: call delete_run without intent_id to make one.")))?;
+                .ok_or_else(|| {
+                    ToolError::new(format!(
+                        "Unknown intent {id}: call delete_run without intent_id to make one."
+                    ))
+                })?;
             if plan.content_digest != digest {
-                return Err(ToolError::new(format!("Intent {id} is not for run {}.", run.id)));
+                return Err(ToolError::new(format!(
+                    "Intent {id} is not for run {}.",
+                    run.id
+                )));
             }
             Some(plan)
         }
@@ -148,7 +196,10 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
     };
     let intent = match existing {
         Some(p) if p.is_expired(now) => {
-            return Err(ToolError::new(format!("Intent {} expired: call delete_run without intent_id for a new one.", p.id)));
+            return Err(ToolError::new(format!(
+                "Intent {} expired: call delete_run without intent_id for a new one.",
+                p.id
+            )));
         }
         Some(p) => p,
         None => {
@@ -193,19 +244,41 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
         Ok(Claim::Claimed(_)) => {}
         Ok(Claim::Existing(rec)) if matches!(rec.state, DispatchState::Dispatched { .. }) => {
             return Ok(Outcome::done(
-                format!("Run {} was already deleted through intent {}", run.id, intent.id),
-                DeleteOut { run_id: run.id, deleted: true, intent_id: intent.id },
+                format!(
+                    "Run {} was already deleted through intent {}",
+                    run.id, intent.id
+                ),
+                DeleteOut {
+                    run_id: run.id,
+                    deleted: true,
+                    intent_id: intent.id,
+                },
             ));
         }
-        _ => return Err(ToolError::new("Another call is deleting this run; call again in a moment.")),
+        _ => {
+            return Err(ToolError::new(
+                "Another call is deleting this run; call again in a moment.",
+            ));
+        }
     }
     match state.platform()?.delete_run(&run.id).await {
         Ok(_) => {
             let _ = store.mark_dispatched(&intent.id, &run.id, &json!({"deleted": true}));
-            audit(&state, "delete_run", "deleted", Some(&intent.id), Some(&run.id), json!({}));
+            audit(
+                &state,
+                "delete_run",
+                "deleted",
+                Some(&intent.id),
+                Some(&run.id),
+                json!({}),
+            );
             Ok(Outcome::done(
                 format!("Deleted run {}", run.id),
-                DeleteOut { run_id: run.id, deleted: true, intent_id: intent.id },
+                DeleteOut {
+                    run_id: run.id,
+                    deleted: true,
+                    intent_id: intent.id,
+                },
             ))
         }
         Err(e) => {

@@ -61,7 +61,8 @@ pub fn success<O: Serialize>(summary: &str, body: &O, redactor: &dyn Redact) -> 
     redactor.redact_value(&mut value);
     let summary = redactor.redact_str(summary);
     let json = serde_json::to_string_pretty(&value).unwrap_or_default();
-    let mut result = CallToolResult::success(vec![ContentBlock::text(format!("{summary}\n{json}"))]);
+    let mut result =
+        CallToolResult::success(vec![ContentBlock::text(format!("{summary}\n{json}"))]);
     result.structured_content = Some(value);
     result
 }

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use factory_platform::{
-    ListRunsQuery, LogComponent, LogsQuery, MetricsQuery, PlatformError,
-    wire::runs::RlRun,
+    ListRunsQuery, LogComponent, LogsQuery, MetricsQuery, PlatformError, wire::runs::RlRun,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -131,7 +130,11 @@ pub struct ListRunsOut {
     pub scan_incomplete: bool,
 }
 
-async fn list_runs(state: Arc<AppState>, args: ListRunsArgs, _call: Call) -> ToolResult<ListRunsOut> {
+async fn list_runs(
+    state: Arc<AppState>,
+    args: ListRunsArgs,
+    _call: Call,
+) -> ToolResult<ListRunsOut> {
     let scope = owner::scope(
         args.team_id.as_deref(),
         args.personal,
@@ -156,7 +159,9 @@ async fn list_runs(state: Arc<AppState>, args: ListRunsArgs, _call: Call) -> Too
         let summary = format!(
             "{} run(s) on page {page}{}",
             runs.len(),
-            p.total.map(|t| format!(" of {t} in all")).unwrap_or_default()
+            p.total
+                .map(|t| format!(" of {t} in all"))
+                .unwrap_or_default()
         );
         return Ok(Outcome::done(
             summary,
@@ -186,7 +191,12 @@ async fn list_runs(state: Arc<AppState>, args: ListRunsArgs, _call: Call) -> Too
             .map_err(|e| platform_error("list runs", &e))?;
         total = p.total.or(total);
         scanned += p.runs.len();
-        matches.extend(p.runs.iter().filter(|r| r.status.eq_ignore_ascii_case(status.wire())).map(RunSummary::from));
+        matches.extend(
+            p.runs
+                .iter()
+                .filter(|r| r.status.eq_ignore_ascii_case(status.wire()))
+                .map(RunSummary::from),
+        );
         let last = p.runs.len() < 100 || p.total_pages.is_some_and(|tp| u64::from(api_page) >= tp);
         if matches.len() >= skip + limit as usize || last {
             break;
@@ -197,13 +207,21 @@ async fn list_runs(state: Arc<AppState>, args: ListRunsArgs, _call: Call) -> Too
         }
         api_page += 1;
     }
-    let runs: Vec<RunSummary> = matches.into_iter().skip(skip).take(limit as usize).collect();
+    let runs: Vec<RunSummary> = matches
+        .into_iter()
+        .skip(skip)
+        .take(limit as usize)
+        .collect();
     Ok(Outcome::done(
         format!(
             "{} {} run(s) found among {scanned} scanned{}",
             runs.len(),
             status.wire(),
-            if incomplete { " (older runs not scanned)" } else { "" }
+            if incomplete {
+                " (older runs not scanned)"
+            } else {
+                ""
+            }
         ),
         ListRunsOut {
             runs,
@@ -397,7 +415,12 @@ async fn get_components(
         });
     }
     Ok(Outcome::done(
-        format!("{} component(s) of run {} ({})", components.len(), run.id, run.status),
+        format!(
+            "{} component(s) of run {} ({})",
+            components.len(),
+            run.id,
+            run.status
+        ),
         ComponentsOut {
             run_id: run.id.clone(),
             run_status: run.status.clone(),
@@ -541,7 +564,9 @@ async fn get_logs(state: Arc<AppState>, args: LogsArgs, _call: Call) -> ToolResu
         (c, None) => c.unwrap_or(Component::Orchestrator),
     };
     if args.regex == Some(true) && args.search.is_none() {
-        return Err(ToolError::new("`regex: true` needs `search` (the pattern)."));
+        return Err(ToolError::new(
+            "`regex: true` needs `search` (the pattern).",
+        ));
     }
     // Following needs a window wide enough to overlap what was seen: the CLI's default, 1000.
     let tail = args
@@ -567,7 +592,11 @@ async fn get_logs(state: Arc<AppState>, args: LogsArgs, _call: Call) -> ToolResu
     // A cursor belongs to one query: the run, the component and the filters (not the tail).
     let level_name = args.level.map(|l| l.wire()).unwrap_or("");
     let since_text = since_seconds.map(|s| s.to_string()).unwrap_or_default();
-    let regex_text = if args.regex == Some(true) { "regex" } else { "" };
+    let regex_text = if args.regex == Some(true) {
+        "regex"
+    } else {
+        ""
+    };
     let query_parts = [
         args.run_id.as_str(),
         name,
@@ -632,7 +661,11 @@ async fn get_logs(state: Arc<AppState>, args: LogsArgs, _call: Call) -> ToolResu
                     (true, false) => " (older lines dropped to fit)",
                     _ => "",
                 },
-                if possibly_missed { " (the tail no longer overlapped: lines may have been missed)" } else { "" }
+                if possibly_missed {
+                    " (the tail no longer overlapped: lines may have been missed)"
+                } else {
+                    ""
+                }
             );
             Ok(Outcome::done(
                 summary,
@@ -671,7 +704,10 @@ async fn get_logs(state: Arc<AppState>, args: LogsArgs, _call: Call) -> ToolResu
             "Run {} was not found, or is not visible to this key and owner. list_runs shows the runs you can see.",
             args.run_id
         ))),
-        Err(e) => Err(platform_error(&format!("get logs of run {}", args.run_id), &e)),
+        Err(e) => Err(platform_error(
+            &format!("get logs of run {}", args.run_id),
+            &e,
+        )),
     }
 }
 
@@ -697,12 +733,18 @@ pub struct MetricsOut {
     pub truncated: bool,
 }
 
-async fn get_metrics(state: Arc<AppState>, args: MetricsArgs, _call: Call) -> ToolResult<MetricsOut> {
+async fn get_metrics(
+    state: Arc<AppState>,
+    args: MetricsArgs,
+    _call: Call,
+) -> ToolResult<MetricsOut> {
     check_id("run", &args.run_id)?;
     if let (Some(a), Some(b)) = (args.min_step, args.max_step)
         && a > b
     {
-        return Err(ToolError::new(format!("`min_step` ({a}) is after `max_step` ({b}).")));
+        return Err(ToolError::new(format!(
+            "`min_step` ({a}) is after `max_step` ({b})."
+        )));
     }
     let cap = args
         .limit
@@ -760,7 +802,11 @@ pub struct ProgressOut {
     pub last_updated_at: Option<String>,
 }
 
-async fn get_progress(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolResult<ProgressOut> {
+async fn get_progress(
+    state: Arc<AppState>,
+    args: RunIdArgs,
+    _call: Call,
+) -> ToolResult<ProgressOut> {
     check_id("run", &args.run_id)?;
     let p = state
         .platform()?

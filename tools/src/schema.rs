@@ -200,7 +200,9 @@ pub fn output_violations(schema: &Value) -> Vec<String> {
                                 walk_out(s, &format!("{path}.{name}"), out);
                             }
                         }
-                        ("items" | "additionalProperties", s) if !matches!(s, Value::Bool(false)) => {
+                        ("items" | "additionalProperties", s)
+                            if !matches!(s, Value::Bool(false)) =>
+                        {
                             walk_out(s, &format!("{path}.{k}"), out)
                         }
                         ("anyOf" | "oneOf" | "allOf", Value::Array(branches)) => {
@@ -368,7 +370,10 @@ mod tests {
             "$.g[]: uses `oneOf`",
             "$: uses `$defs`",
         ] {
-            assert!(v.iter().any(|l| l.starts_with(needle)), "missing {needle} in {v:#?}");
+            assert!(
+                v.iter().any(|l| l.starts_with(needle)),
+                "missing {needle} in {v:#?}"
+            );
         }
     }
 
@@ -384,7 +389,10 @@ mod tests {
         }
         let s = Value::Object((*output_schema::<Out>()).clone());
         let props = s["properties"].as_object().unwrap();
-        assert!(props.contains_key("description") && props.contains_key("title"), "{s:#}");
+        assert!(
+            props.contains_key("description") && props.contains_key("title"),
+            "{s:#}"
+        );
         assert!(props["description"].get("description").is_none());
         assert!(props["count"].get("minimum").is_none());
     }

@@ -107,7 +107,10 @@ pub trait HasRedactor {
 
 /// Reads a `factory://` resource against the shared state (see `resources.rs`).
 pub type ResourceReader<S> = Arc<
-    dyn Fn(Arc<S>, String) -> Pin<Box<dyn Future<Output = Result<ReadResourceResult, McpError>> + Send>>
+    dyn Fn(
+            Arc<S>,
+            String,
+        ) -> Pin<Box<dyn Future<Output = Result<ReadResourceResult, McpError>> + Send>>
         + Send
         + Sync,
 >;
@@ -184,8 +187,11 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
                 .enable_prompts()
                 .build(),
         )
-            .with_server_info(Implementation::new("factory-mcp", env!("CARGO_PKG_VERSION")))
-            .with_instructions(self.instructions)
+        .with_server_info(Implementation::new(
+            "factory-mcp",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(self.instructions)
     }
 
     async fn list_tools(
@@ -210,7 +216,12 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
     ) -> Result<ListResourcesResult, McpError> {
         // Runs are many and change: they are offered as templates, not listed one by one.
         let mut result = ListResourcesResult::with_all_items(Vec::new());
-        mark_complete(&context, &mut result.result_type, &mut result.ttl_ms, &mut result.cache_scope);
+        mark_complete(
+            &context,
+            &mut result.result_type,
+            &mut result.ttl_ms,
+            &mut result.cache_scope,
+        );
         Ok(result)
     }
 
@@ -225,7 +236,12 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
             Vec::new()
         };
         let mut result = ListResourceTemplatesResult::with_all_items(templates);
-        mark_complete(&context, &mut result.result_type, &mut result.ttl_ms, &mut result.cache_scope);
+        mark_complete(
+            &context,
+            &mut result.result_type,
+            &mut result.ttl_ms,
+            &mut result.cache_scope,
+        );
         Ok(result)
     }
 
@@ -237,15 +253,25 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
         match &self.resources {
             Some(reader) if self.serves_resources() => {
                 let span = tracing::info_span!("resource");
-                let mut result = reader(self.state.clone(), request.uri).instrument(span).await?;
+                let mut result = reader(self.state.clone(), request.uri)
+                    .instrument(span)
+                    .await?;
                 let mut scope = None;
-                mark_complete(&context, &mut result.result_type, &mut result.ttl_ms, &mut scope);
+                mark_complete(
+                    &context,
+                    &mut result.result_type,
+                    &mut result.ttl_ms,
+                    &mut scope,
+                );
                 // A run is visible to its owner and team only.
                 result.cache_scope = scope.map(|_| CacheScope::Private);
                 Ok(result.into())
             }
             _ => Err(McpError::resource_not_found(
-                format!("resource not found: {}", crate::resources::shown_uri(&request.uri)),
+                format!(
+                    "resource not found: {}",
+                    crate::resources::shown_uri(&request.uri)
+                ),
                 None,
             )),
         }
@@ -258,7 +284,12 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
     ) -> Result<ListPromptsResult, McpError> {
         let prompts = crate::resources::prompts(|t| self.tools.contains_key(t));
         let mut result = ListPromptsResult::with_all_items(prompts);
-        mark_complete(&context, &mut result.result_type, &mut result.ttl_ms, &mut result.cache_scope);
+        mark_complete(
+            &context,
+            &mut result.result_type,
+            &mut result.ttl_ms,
+            &mut result.cache_scope,
+        );
         Ok(result)
     }
 

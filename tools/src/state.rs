@@ -94,9 +94,9 @@ impl AppState {
 
     /// The state store, or why there is none.
     pub fn store(&self) -> Result<&Store, ToolError> {
-        self.store
-            .as_deref()
-            .map_err(|why| ToolError::new(format!("The server's state store is unavailable: {why}")))
+        self.store.as_deref().map_err(|why| {
+            ToolError::new(format!("The server's state store is unavailable: {why}"))
+        })
     }
 
     /// The value of a forwardable secret the server holds.
@@ -109,12 +109,16 @@ impl AppState {
 
     /// The platform client, or an error saying how to configure credentials.
     pub fn platform(&self) -> Result<&PlatformClient, ToolError> {
-        self.platform.as_ref().map_err(|why| ToolError::new(why.clone()))
+        self.platform
+            .as_ref()
+            .map_err(|why| ToolError::new(why.clone()))
     }
 
     /// The workspace that file arguments must resolve inside.
     pub fn workspace(&self) -> Result<&Workspace, ToolError> {
-        self.workspace.as_ref().map_err(|why| ToolError::new(why.clone()))
+        self.workspace
+            .as_ref()
+            .map_err(|why| ToolError::new(why.clone()))
     }
 }
 
@@ -161,7 +165,9 @@ impl AppState {
         )
         .map_err(|e| e.to_string());
         let store = Store::default_dir(env)
-            .ok_or_else(|| "set XDG_STATE_HOME or HOME so the server has a state directory".to_string())
+            .ok_or_else(|| {
+                "set XDG_STATE_HOME or HOME so the server has a state directory".to_string()
+            })
             .and_then(|dir| Store::open(&dir).map_err(|e| e.to_string()))
             .map(Arc::new);
         let mut state = AppState::new(
@@ -175,7 +181,9 @@ impl AppState {
         .with_store(store);
         state.forwardable = forwardable;
         // Hidden test/demo knob: a faster watch_run poll (the sandbox's clock runs faster too).
-        if let Some(ms) = env("FACTORY_MCP_WATCH_POLL_MS").and_then(|v| v.trim().parse::<u64>().ok()) {
+        if let Some(ms) =
+            env("FACTORY_MCP_WATCH_POLL_MS").and_then(|v| v.trim().parse::<u64>().ok())
+        {
             let min = std::time::Duration::from_millis(ms.clamp(10, 60_000));
             state.limits.watch_poll_min = min;
             state.limits.watch_poll_max = state.limits.watch_poll_max.min(min * 4).max(min);
@@ -198,9 +206,8 @@ fn known_secrets(
         }
     }
     if let Some(path) = &policy.secrets.env_file {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!("cannot read secrets.env_file {}: {e}", path.display())
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read secrets.env_file {}: {e}", path.display()))?;
         for line in text.lines() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -213,7 +220,9 @@ fn known_secrets(
                     let value = SecretString::from(v.to_string());
                     known.add(k.trim().to_string(), &value);
                     let k = k.trim();
-                    if ["WANDB_API_KEY", "HF_TOKEN"].contains(&k) && !forwardable.iter().any(|(n, _)| n == k) {
+                    if ["WANDB_API_KEY", "HF_TOKEN"].contains(&k)
+                        && !forwardable.iter().any(|(n, _)| n == k)
+                    {
                         forwardable.push((k.to_string(), value));
                     }
                 }
@@ -274,8 +283,12 @@ pub fn platform_error(what: &str, e: &PlatformError) -> ToolError {
         Some(401) => {
             " The API key was refused: set PRIME_API_KEY (or run `prime login`) for the server, then restart it."
         }
-        Some(402) => " The account needs billing attention: https://app.primeintellect.ai/dashboard/billing.",
-        Some(403) => " The key lacks permission for this owner or team: check the team with whoami/list_teams.",
+        Some(402) => {
+            " The account needs billing attention: https://app.primeintellect.ai/dashboard/billing."
+        }
+        Some(403) => {
+            " The key lacks permission for this owner or team: check the team with whoami/list_teams."
+        }
         Some(404) => " Check the id: list_runs shows the runs this owner can see.",
         Some(429) => " The platform is rate limiting: wait a little and call again.",
         Some(s) if s >= 500 => " The platform failed: call again in a moment.",

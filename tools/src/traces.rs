@@ -22,7 +22,10 @@ use crate::{
 };
 
 pub fn tools() -> Vec<ToolDef<AppState>> {
-    vec![tool("list_traces", list_traces), tool("fetch_traces", fetch_traces)]
+    vec![
+        tool("list_traces", list_traces),
+        tool("fetch_traces", fetch_traces),
+    ]
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
@@ -235,9 +238,16 @@ async fn list_traces(
     let mut traces = Vec::new();
     let mut next_cursor = None;
     for trace_run in &runs {
-        let (items, next) = traces_page(platform, &scope, trace_run, args.step, limit, args.cursor.clone())
-            .await
-            .map_err(|e| trace_error(&args.run_id, e))?;
+        let (items, next) = traces_page(
+            platform,
+            &scope,
+            trace_run,
+            args.step,
+            limit,
+            args.cursor.clone(),
+        )
+        .await
+        .map_err(|e| trace_error(&args.run_id, e))?;
         traces.extend(items.iter().map(TraceItem::from));
         next_cursor = next;
         if !traces.is_empty() {
@@ -247,10 +257,20 @@ async fn list_traces(
     let summary = format!(
         "{} {} trace(s) of run {}{}{}",
         traces.len(),
-        if kind == TraceKind::Eval { "eval" } else { "train" },
+        if kind == TraceKind::Eval {
+            "eval"
+        } else {
+            "train"
+        },
         args.run_id,
-        args.step.map(|s| format!(" at step {s}")).unwrap_or_default(),
-        if next_cursor.is_some() { "; more with next_cursor" } else { "" }
+        args.step
+            .map(|s| format!(" at step {s}"))
+            .unwrap_or_default(),
+        if next_cursor.is_some() {
+            "; more with next_cursor"
+        } else {
+            ""
+        }
     );
     Ok(Outcome::done(
         summary,
@@ -341,9 +361,10 @@ async fn fetch_traces(
     for trace_run in trace_runs(platform, &scope, &args.run_id, kind).await? {
         let mut cursor = None;
         loop {
-            let (items, next) = traces_page(platform, &scope, &trace_run, args.step, 100, cursor.take())
-                .await
-                .map_err(|e| trace_error(&args.run_id, e))?;
+            let (items, next) =
+                traces_page(platform, &scope, &trace_run, args.step, 100, cursor.take())
+                    .await
+                    .map_err(|e| trace_error(&args.run_id, e))?;
             all.extend(items);
             if all.len() >= MAX_FETCH_TRACES {
                 break;
@@ -438,7 +459,11 @@ async fn fetch_traces(
         } else {
             format!("; {} not downloadable", out.not_downloaded.len())
         },
-        if out.cancelled { "; cancelled, call again to resume" } else { "" }
+        if out.cancelled {
+            "; cancelled, call again to resume"
+        } else {
+            ""
+        }
     );
     Ok(Outcome::done(summary, out))
 }

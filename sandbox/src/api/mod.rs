@@ -124,7 +124,10 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             state.clone(),
             crate::faults::middleware,
         ))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), simulated_date))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            simulated_date,
+        ))
         .with_state(state)
 }
 

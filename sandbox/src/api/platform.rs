@@ -20,8 +20,7 @@ use crate::clock::{iso, plus_secs};
 use crate::seed::{Seed, SeedUser};
 use crate::sim::{self, phase};
 use crate::wire::{
-    CreateRunResponse, FftCluster, FftModel, OnDemandGpu, RunPage, TeamItem, TeamMember,
-    VolumeWire,
+    CreateRunResponse, FftCluster, FftModel, OnDemandGpu, RunPage, TeamItem, TeamMember, VolumeWire,
 };
 use crate::world::{Run, Volume, World, new_cuid, new_token};
 

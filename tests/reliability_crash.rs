@@ -1,0 +1,264 @@
+//! Crash safety (issue 9 §4): the server killed with SIGKILL while a create is in flight, then
+//! restarted, reconciles with the platform and never creates a second run; a torn write of the
+//! journal (the SQLite write-ahead log cut mid-frame at many points) or of a trace file is
+//! detected and never taken for complete.
+//!
+//! SIGKILL of the store mid-transaction is in `policies/tests/store_processes.rs`; a client
+//! that cancels mid-dispatch is in `e2e_launch.rs` h.
+
+mod common;
+
+use std::{path::Path, time::Duration};
+
+use common::{Era, PlainClient, World, call, connect, ok, text};
+use factory_sandbox::{FaultEffect, FaultRule};
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+const TEAM: &str = factory_sandbox::TEAM_ALPHA_ID;
+
+fn plan_mode_args() -> Vec<&'static str> {
+    vec!["--confirm", "plan", "--max-cost-per-hour-usd", "1000", "--max-active-cost-per-hour-usd", "5000"]
+}
+
+fn config(name: &str, max_steps: u32) -> String {
+    format!(
+        r#"name = "{name}"
+max_steps = {max_steps}
+seq_len = 2048
+
+[model]
+name = "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
+
+[deployment]
+num_train_gpus = 1
+num_infer_gpus = 1
+
+[orchestrator]
+batch_size = 8
+
+[orchestrator.renderer]
+name = "prime-qwen3"
+
+[[orchestrator.train.source]]
+name = "reverse-text"
+
+[orchestrator.train.source.env.taskset]
+id = "reverse-text"
+
+[trainer]
+
+[inference]
+"#
+    )
+}
+
+fn runs_named(w: &World, name: &str) -> Vec<Value> {
+    w.sandbox
+        .runs()
+        .into_iter()
+        .filter(|r| r["run"]["name"] == name)
+        .map(|r| r["run"].clone())
+        .collect()
+}
+
+fn sigkill(pid: u32) {
+    let st = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success(), "kill -9 {pid}");
+}
+
+/// The environment of a server using `state_home` as XDG_STATE_HOME.
+fn env_with_state(w: &World, state_home: &Path) -> Vec<(String, String)> {
+    let mut env = w.env(0);
+    for (k, v) in env.iter_mut() {
+        if k == "XDG_STATE_HOME" {
+            *v = state_home.display().to_string();
+        }
+    }
+    env
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_dispatch_reconciles_after_restart_and_never_creates_a_second_run() {
+    let w = World::new().await;
+    let transport = w.transport(w.env(0), &plan_mode_args());
+    let pid = transport.id().expect("child pid");
+    let c = connect(PlainClient, transport, Era::Modern).await;
+    let p = ok(&call(&c, "plan_run", json!({"config_toml": config("crash-run", 5), "team_id": TEAM})).await);
+    let plan_id = p["plan_id"].as_str().unwrap().to_string();
+
+    // The platform commits the create at once but answers only 5 s later.
+    let mut rule = FaultRule::new("/api/v1/training/runs", FaultEffect::DelayAfterCommit);
+    rule.method = Some("POST".into());
+    rule.delay_ms = Some(5_000);
+    rule.times = Some(1);
+    w.sandbox.add_fault(rule);
+    let peer = c.peer().clone();
+    let params = CallToolRequestParams::new("launch_run")
+        .with_arguments(json!({"plan_id": plan_id}).as_object().unwrap().clone());
+    let in_flight = tokio::spawn(async move { peer.call_tool(params).await });
+
+    // Wait (bounded, polling the sandbox) until the run exists, then kill the server.
+    let mut seen = false;
+    for _ in 0..200 {
+        if !runs_named(&w, "crash-run").is_empty() {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(seen, "the create never reached the platform");
+    assert!(!in_flight.is_finished(), "the answer came before the kill");
+    sigkill(pid);
+    let lost = tokio::time::timeout(Duration::from_secs(10), in_flight).await.expect("the client notices");
+    assert!(!matches!(lost, Ok(Ok(_))), "a killed server answered: {lost:?}");
+    drop(c);
+
+    // Restart: the same plan gives back the one run, found on the platform.
+    let c = w.client(0, &plan_mode_args(), Era::Modern).await;
+    let r = call(&c, "launch_run", json!({"plan_id": plan_id})).await;
+    let runs = runs_named(&w, "crash-run");
+    assert_eq!(runs.len(), 1, "a second run was created");
+    assert_eq!(w.sandbox.create_requests(), 1);
+    // The run the dead server created is found on the platform and returned.
+    let out = ok(&r);
+    assert_eq!(out["run_id"], runs[0]["id"], "{}", text(&r));
+    // And again: now straight from the journal.
+    let again = ok(&call(&c, "launch_run", json!({"plan_id": plan_id})).await);
+    assert_eq!(again["run_id"], runs[0]["id"]);
+    assert_eq!(again["deduplicated"], true);
+    assert_eq!(w.sandbox.create_requests(), 1);
+    c.cancel().await.unwrap();
+}
+
+const WAL_HEADER: u64 = 32;
+const FRAME_HEADER: u64 = 24;
+
+/// The journal is SQLite in WAL mode: a torn write is a WAL cut mid-frame. Launch once, kill
+/// the server (so the WAL is not checkpointed away), then for cut points across the whole WAL,
+/// restart on a copy of the state with the WAL cut there. Every restart must either return the
+/// one run (from the journal or by reconciliation) or refuse clearly; none may create a run.
+#[tokio::test]
+async fn a_journal_torn_at_any_point_never_causes_a_second_run() {
+    let w = World::new().await;
+    let transport = w.transport(w.env(0), &plan_mode_args());
+    let pid = transport.id().expect("child pid");
+    let c = connect(PlainClient, transport, Era::Modern).await;
+    let p = ok(&call(&c, "plan_run", json!({"config_toml": config("torn-run", 5), "team_id": TEAM})).await);
+    let plan_id = p["plan_id"].as_str().unwrap().to_string();
+    let launched = ok(&call(&c, "launch_run", json!({"plan_id": plan_id})).await);
+    let run_id = launched["run_id"].clone();
+    sigkill(pid);
+    drop(c);
+    assert_eq!(w.sandbox.create_requests(), 1);
+
+    let state = w.state_dir();
+    let wal = std::fs::read(state.join("state.sqlite3-wal")).expect("a WAL survives SIGKILL");
+    assert!(wal.len() as u64 > WAL_HEADER, "empty WAL");
+    let page_size = u32::from_be_bytes(wal[8..12].try_into().unwrap()) as u64;
+    let frame = FRAME_HEADER + page_size;
+    let frames = (wal.len() as u64 - WAL_HEADER) / frame;
+    assert!(frames >= 2, "{frames} frames");
+    // Cut points: in the middle of frames spread over the log, always including the last one
+    // (the tail of the final transaction) and the first.
+    let samples = 6u64.min(frames);
+    let mut cuts: Vec<u64> = (0..samples)
+        .map(|i| frames - 1 - i * (frames - 1) / (samples - 1).max(1))
+        .map(|k| WAL_HEADER + k * frame + FRAME_HEADER + page_size / 2)
+        .collect();
+    cuts.dedup();
+    let mut outcomes = Vec::new();
+    let mut problems = Vec::new();
+    for cut in &cuts {
+        let home = tempfile::tempdir().unwrap();
+        let copy = home.path().join("factory-mcp");
+        std::fs::create_dir_all(&copy).unwrap();
+        for entry in std::fs::read_dir(&state).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with("-shm") {
+                continue; // rebuilt from the WAL on open, as after a crash
+            }
+            std::fs::copy(entry.path(), copy.join(&name)).unwrap();
+        }
+        std::fs::write(copy.join("state.sqlite3-wal"), &wal[..*cut as usize]).unwrap();
+        let c = connect(PlainClient, w.transport(env_with_state(&w, home.path()), &plan_mode_args()), Era::Modern).await;
+        let r = call(&c, "launch_run", json!({"plan_id": plan_id})).await;
+        let t = text(&r);
+        if r.is_error == Some(true) {
+            // The plan itself was in the torn part: a refusal that says so. (A journal entry
+            // torn back to "dispatching" must be reconciled into the run, not refused.)
+            if !t.contains("Unknown plan") {
+                problems.push(format!("cut at {cut}: refused instead of reconciling: {t}"));
+            }
+            outcomes.push(format!("cut {cut}: refused ({})", t.chars().take(70).collect::<String>()));
+        } else {
+            if ok(&r)["run_id"] != run_id {
+                problems.push(format!("cut at {cut}: another run: {t}"));
+            }
+            outcomes.push(format!("cut {cut}: same run"));
+        }
+        assert_eq!(w.sandbox.create_requests(), 1, "cut at {cut}: a second run was created");
+        assert_eq!(runs_named(&w, "torn-run").len(), 1);
+        c.cancel().await.unwrap();
+    }
+    eprintln!("WAL of {frames} frames ({page_size}-byte pages): {}", outcomes.join("; "));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A state database whose file is damaged makes launch_run refuse with advice; nothing is sent.
+#[tokio::test]
+async fn a_damaged_state_database_refuses_to_launch() {
+    let w = World::new().await;
+    let c = w.client(0, &plan_mode_args(), Era::Modern).await;
+    let p = ok(&call(&c, "plan_run", json!({"config_toml": config("damaged-run", 5), "team_id": TEAM})).await);
+    c.cancel().await.unwrap();
+    let db = w.state_dir().join("state.sqlite3");
+    let mut bytes = std::fs::read(&db).unwrap();
+    for b in bytes.iter_mut().take(100) {
+        *b = 0xA5;
+    }
+    std::fs::write(&db, bytes).unwrap();
+    let c = w.client(0, &plan_mode_args(), Era::Modern).await;
+    let r = call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await;
+    assert_eq!(r.is_error, Some(true), "launched from a damaged database: {}", text(&r));
+    let t = text(&r);
+    assert!(t.contains("state"), "{t}");
+    assert_eq!(w.sandbox.create_requests(), 0);
+    // Read tools keep working without the store.
+    ok(&call(&c, "list_runs", json!({})).await);
+    c.cancel().await.unwrap();
+}
+
+/// A trace file torn short (or emptied) is not taken for complete: the next fetch re-downloads
+/// it, byte-identical to the platform's document.
+#[tokio::test]
+async fn a_torn_trace_file_is_detected_and_fetched_again() {
+    let w = World::new().await;
+    let run = w.create_run(0, "torn-traces", 10, None).await;
+    w.advance(30);
+    let c = w.client(0, &[], Era::Modern).await;
+    let args = json!({"run_id": run, "dest_dir": "traces", "step": 2});
+    let first = ok(&call(&c, "fetch_traces", args.clone()).await);
+    let files: Vec<String> = first["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect();
+    assert!(files.len() >= 2, "{first}");
+    let originals: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    // A write torn half-way, and one that never got past creating the file.
+    std::fs::write(&files[0], &originals[0][..originals[0].len() / 2]).unwrap();
+    std::fs::write(&files[1], b"").unwrap();
+    let second = ok(&call(&c, "fetch_traces", args).await);
+    assert_eq!(second["downloaded"], 2, "{second}");
+    assert_eq!(second["skipped"].as_u64().unwrap() as usize, files.len() - 2);
+    for (f, orig) in files.iter().zip(&originals) {
+        assert_eq!(&std::fs::read(f).unwrap(), orig, "{f}");
+    }
+    c.cancel().await.unwrap();
+}
