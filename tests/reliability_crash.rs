@@ -137,38 +137,52 @@ async fn a_server_killed_mid_dispatch_reconciles_after_restart_and_never_creates
 const WAL_HEADER: u64 = 32;
 const FRAME_HEADER: u64 = 24;
 
-/// The journal is SQLite in WAL mode: a torn write is a WAL cut mid-frame. Launch once, kill
-/// the server (so the WAL is not checkpointed away), then for cut points across the whole WAL,
-/// restart on a copy of the state with the WAL cut there. Every restart must either return the
-/// one run (from the journal or by reconciliation) or refuse clearly; none may create a run.
+/// The journal is SQLite in WAL mode (`synchronous=FULL`): the dispatch claim is on disk before
+/// the create is sent, and a crash tears at most what was written after it. Launch once, kill
+/// the server (so the WAL is not checkpointed away), then for cut points across everything
+/// written after the claim (mid-frame: a torn write), restart on a copy of the state with the
+/// WAL cut there. Every restart must return the one run, from the journal or by reconciliation,
+/// and none may create a run.
 #[tokio::test]
-async fn a_journal_torn_at_any_point_never_causes_a_second_run() {
+async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
     let w = World::new().await;
     let transport = w.transport(w.env(0), &plan_mode_args());
     let pid = transport.id().expect("child pid");
     let c = connect(PlainClient, transport, Era::Modern).await;
     let p = ok(&call(&c, "plan_run", json!({"config_toml": config("torn-run", 5), "team_id": TEAM})).await);
     let plan_id = p["plan_id"].as_str().unwrap().to_string();
+    let state = w.state_dir();
+    let wal_path = state.join("state.sqlite3-wal");
+    let before_launch = std::fs::metadata(&wal_path).expect("WAL while the server runs").len();
     let launched = ok(&call(&c, "launch_run", json!({"plan_id": plan_id})).await);
     let run_id = launched["run_id"].clone();
     sigkill(pid);
     drop(c);
     assert_eq!(w.sandbox.create_requests(), 1);
 
-    let state = w.state_dir();
-    let wal = std::fs::read(state.join("state.sqlite3-wal")).expect("a WAL survives SIGKILL");
-    assert!(wal.len() as u64 > WAL_HEADER, "empty WAL");
+    let wal = std::fs::read(&wal_path).expect("a WAL survives SIGKILL");
     let page_size = u32::from_be_bytes(wal[8..12].try_into().unwrap()) as u64;
     let frame = FRAME_HEADER + page_size;
     let frames = (wal.len() as u64 - WAL_HEADER) / frame;
-    assert!(frames >= 2, "{frames} frames");
-    // Cut points: in the middle of frames spread over the log, always including the last one
-    // (the tail of the final transaction) and the first.
-    let samples = 6u64.min(frames);
+    let first_new = (before_launch.saturating_sub(WAL_HEADER)) / frame;
+    assert!(first_new < frames, "launch_run wrote nothing to the WAL");
+    // The claim is launch_run's first transaction (plan mode: no approval is written): its
+    // commit frame is the first frame after `before_launch` whose header has a commit size.
+    let is_commit = |k: u64| {
+        let at = (WAL_HEADER + k * frame) as usize;
+        u32::from_be_bytes(wal[at + 4..at + 8].try_into().unwrap()) != 0
+    };
+    let claim = (first_new..frames).find(|&k| is_commit(k)).expect("a commit after the plan");
+    let after: Vec<u64> = (claim + 1..frames).collect();
+    assert!(!after.is_empty(), "nothing was written after the claim");
+    // Cut points: mid-frame in frames spread over what followed the claim, always including
+    // the first and the last one; plus a clean cut right after the claim.
+    let samples = 6usize.min(after.len());
     let mut cuts: Vec<u64> = (0..samples)
-        .map(|i| frames - 1 - i * (frames - 1) / (samples - 1).max(1))
+        .map(|i| after[i * (after.len() - 1) / (samples - 1).max(1)])
         .map(|k| WAL_HEADER + k * frame + FRAME_HEADER + page_size / 2)
         .collect();
+    cuts.push(WAL_HEADER + (claim + 1) * frame);
     cuts.dedup();
     let mut outcomes = Vec::new();
     let mut problems = Vec::new();
@@ -189,23 +203,21 @@ async fn a_journal_torn_at_any_point_never_causes_a_second_run() {
         let r = call(&c, "launch_run", json!({"plan_id": plan_id})).await;
         let t = text(&r);
         if r.is_error == Some(true) {
-            // The plan itself was in the torn part: a refusal that says so. (A journal entry
-            // torn back to "dispatching" must be reconciled into the run, not refused.)
-            if !t.contains("Unknown plan") {
-                problems.push(format!("cut at {cut}: refused instead of reconciling: {t}"));
-            }
-            outcomes.push(format!("cut {cut}: refused ({})", t.chars().take(70).collect::<String>()));
+            problems.push(format!("cut at {cut}: refused instead of returning the run: {t}"));
+            outcomes.push(format!("cut {cut}: refused"));
+        } else if ok(&r)["run_id"] != run_id {
+            problems.push(format!("cut at {cut}: another run: {t}"));
         } else {
-            if ok(&r)["run_id"] != run_id {
-                problems.push(format!("cut at {cut}: another run: {t}"));
-            }
             outcomes.push(format!("cut {cut}: same run"));
         }
         assert_eq!(w.sandbox.create_requests(), 1, "cut at {cut}: a second run was created");
         assert_eq!(runs_named(&w, "torn-run").len(), 1);
         c.cancel().await.unwrap();
     }
-    eprintln!("WAL of {frames} frames ({page_size}-byte pages): {}", outcomes.join("; "));
+    eprintln!(
+        "WAL of {frames} frames ({page_size}-byte pages), claim committed in frame {claim}: {}",
+        outcomes.join("; ")
+    );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 

@@ -1650,10 +1650,8 @@ async fn guard_existing(
         DispatchState::Unknown { .. } => false,
     };
     if let Some(run) = reconcile(state, platform, &plan.id, body).await? {
-        let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd});
-        store
-            .mark_dispatched(&plan.id, &run.id, &details)
-            .map_err(|e| refuse(format!("cannot write the dispatch journal: {e}")))?;
+        let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd, "max_steps": body.max_steps});
+        settle_found(store, &plan.id, &run.id, &details);
         audit(
             state,
             "launch_run",
@@ -1691,6 +1689,20 @@ async fn guard_existing(
         )));
     }
     Ok(None)
+}
+
+/// Record a run that reconciliation found. Only the lease holder may settle a `dispatching`
+/// record: when its holder died (the lease expired) this process takes the lease over first;
+/// when the holder is alive it records the run itself. Either way the run exists, so a journal
+/// refusal is logged, never turned into an error that would hide it.
+fn settle_found(store: &Store, plan_id: &str, run_id: &str, details: &Value) {
+    if store.mark_dispatched(plan_id, run_id, details).is_ok() {
+        return;
+    }
+    let taken = matches!(store.take_over(plan_id, Duration::from_secs(60)), Ok(Claim::Claimed(_)));
+    if !(taken && store.mark_dispatched(plan_id, run_id, details).is_ok()) {
+        tracing::info!(plan_id, run_id, "reconciled run left for the live dispatch holder to record");
+    }
 }
 
 /// Budgets and the config file still as planned.
@@ -2096,7 +2108,7 @@ async fn dispatch_inner(
             if let Ok(Some(run)) = reconcile(state, platform, &plan.id, body).await {
                 let details =
                     json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd});
-                let _ = store.mark_dispatched(&plan.id, &run.id, &details);
+                settle_found(store, &plan.id, &run.id, &details);
                 audit(
                     state,
                     "launch_run",

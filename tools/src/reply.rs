@@ -60,7 +60,8 @@ pub fn success<O: Serialize>(summary: &str, body: &O, redactor: &dyn Redact) -> 
     };
     redactor.redact_value(&mut value);
     let summary = redactor.redact_str(summary);
-    let json = serde_json::to_string_pretty(&value).unwrap_or_default();
+    // Compact: the text block repeats the structured result for clients that read only text.
+    let json = serde_json::to_string(&value).unwrap_or_default();
     let mut result =
         CallToolResult::success(vec![ContentBlock::text(format!("{summary}\n{json}"))]);
     result.structured_content = Some(value);
