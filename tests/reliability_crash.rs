@@ -18,7 +18,14 @@ use serde_json::{Value, json};
 const TEAM: &str = factory_sandbox::TEAM_ALPHA_ID;
 
 fn plan_mode_args() -> Vec<&'static str> {
-    vec!["--confirm", "plan", "--max-cost-per-hour-usd", "1000", "--max-active-cost-per-hour-usd", "5000"]
+    vec![
+        "--confirm",
+        "plan",
+        "--max-cost-per-hour-usd",
+        "1000",
+        "--max-active-cost-per-hour-usd",
+        "5000",
+    ]
 }
 
 fn config(name: &str, max_steps: u32) -> String {
@@ -87,7 +94,12 @@ async fn a_server_killed_mid_dispatch_reconciles_after_restart_and_never_creates
     let transport = w.transport(w.env(0), &plan_mode_args());
     let pid = transport.id().expect("child pid");
     let c = connect(PlainClient, transport, Era::Modern).await;
-    let p = ok(&call(&c, "plan_run", json!({"config_toml": config("crash-run", 5), "team_id": TEAM})).await);
+    let p = ok(&call(
+        &c,
+        "plan_run",
+        json!({"config_toml": config("crash-run", 5), "team_id": TEAM}),
+    )
+    .await);
     let plan_id = p["plan_id"].as_str().unwrap().to_string();
 
     // The platform commits the create at once but answers only 5 s later.
@@ -113,8 +125,13 @@ async fn a_server_killed_mid_dispatch_reconciles_after_restart_and_never_creates
     assert!(seen, "the create never reached the platform");
     assert!(!in_flight.is_finished(), "the answer came before the kill");
     sigkill(pid);
-    let lost = tokio::time::timeout(Duration::from_secs(10), in_flight).await.expect("the client notices");
-    assert!(!matches!(lost, Ok(Ok(_))), "a killed server answered: {lost:?}");
+    let lost = tokio::time::timeout(Duration::from_secs(10), in_flight)
+        .await
+        .expect("the client notices");
+    assert!(
+        !matches!(lost, Ok(Ok(_))),
+        "a killed server answered: {lost:?}"
+    );
     drop(c);
 
     // Restart: the same plan gives back the one run, found on the platform.
@@ -149,11 +166,18 @@ async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
     let transport = w.transport(w.env(0), &plan_mode_args());
     let pid = transport.id().expect("child pid");
     let c = connect(PlainClient, transport, Era::Modern).await;
-    let p = ok(&call(&c, "plan_run", json!({"config_toml": config("torn-run", 5), "team_id": TEAM})).await);
+    let p = ok(&call(
+        &c,
+        "plan_run",
+        json!({"config_toml": config("torn-run", 5), "team_id": TEAM}),
+    )
+    .await);
     let plan_id = p["plan_id"].as_str().unwrap().to_string();
     let state = w.state_dir();
     let wal_path = state.join("state.sqlite3-wal");
-    let before_launch = std::fs::metadata(&wal_path).expect("WAL while the server runs").len();
+    let before_launch = std::fs::metadata(&wal_path)
+        .expect("WAL while the server runs")
+        .len();
     let launched = ok(&call(&c, "launch_run", json!({"plan_id": plan_id})).await);
     let run_id = launched["run_id"].clone();
     sigkill(pid);
@@ -172,7 +196,9 @@ async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
         let at = (WAL_HEADER + k * frame) as usize;
         u32::from_be_bytes(wal[at + 4..at + 8].try_into().unwrap()) != 0
     };
-    let claim = (first_new..frames).find(|&k| is_commit(k)).expect("a commit after the plan");
+    let claim = (first_new..frames)
+        .find(|&k| is_commit(k))
+        .expect("a commit after the plan");
     let after: Vec<u64> = (claim + 1..frames).collect();
     assert!(!after.is_empty(), "nothing was written after the claim");
     // Cut points: mid-frame in frames spread over what followed the claim, always including
@@ -199,18 +225,29 @@ async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
             std::fs::copy(entry.path(), copy.join(&name)).unwrap();
         }
         std::fs::write(copy.join("state.sqlite3-wal"), &wal[..*cut as usize]).unwrap();
-        let c = connect(PlainClient, w.transport(env_with_state(&w, home.path()), &plan_mode_args()), Era::Modern).await;
+        let c = connect(
+            PlainClient,
+            w.transport(env_with_state(&w, home.path()), &plan_mode_args()),
+            Era::Modern,
+        )
+        .await;
         let r = call(&c, "launch_run", json!({"plan_id": plan_id})).await;
         let t = text(&r);
         if r.is_error == Some(true) {
-            problems.push(format!("cut at {cut}: refused instead of returning the run: {t}"));
+            problems.push(format!(
+                "cut at {cut}: refused instead of returning the run: {t}"
+            ));
             outcomes.push(format!("cut {cut}: refused"));
         } else if ok(&r)["run_id"] != run_id {
             problems.push(format!("cut at {cut}: another run: {t}"));
         } else {
             outcomes.push(format!("cut {cut}: same run"));
         }
-        assert_eq!(w.sandbox.create_requests(), 1, "cut at {cut}: a second run was created");
+        assert_eq!(
+            w.sandbox.create_requests(),
+            1,
+            "cut at {cut}: a second run was created"
+        );
         assert_eq!(runs_named(&w, "torn-run").len(), 1);
         c.cancel().await.unwrap();
     }
@@ -226,7 +263,12 @@ async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
 async fn a_damaged_state_database_refuses_to_launch() {
     let w = World::new().await;
     let c = w.client(0, &plan_mode_args(), Era::Modern).await;
-    let p = ok(&call(&c, "plan_run", json!({"config_toml": config("damaged-run", 5), "team_id": TEAM})).await);
+    let p = ok(&call(
+        &c,
+        "plan_run",
+        json!({"config_toml": config("damaged-run", 5), "team_id": TEAM}),
+    )
+    .await);
     c.cancel().await.unwrap();
     let db = w.state_dir().join("state.sqlite3");
     let mut bytes = std::fs::read(&db).unwrap();
@@ -236,7 +278,12 @@ async fn a_damaged_state_database_refuses_to_launch() {
     std::fs::write(&db, bytes).unwrap();
     let c = w.client(0, &plan_mode_args(), Era::Modern).await;
     let r = call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await;
-    assert_eq!(r.is_error, Some(true), "launched from a damaged database: {}", text(&r));
+    assert_eq!(
+        r.is_error,
+        Some(true),
+        "launched from a damaged database: {}",
+        text(&r)
+    );
     let t = text(&r);
     assert!(t.contains("state"), "{t}");
     assert_eq!(w.sandbox.create_requests(), 0);
@@ -268,7 +315,10 @@ async fn a_torn_trace_file_is_detected_and_fetched_again() {
     std::fs::write(&files[1], b"").unwrap();
     let second = ok(&call(&c, "fetch_traces", args).await);
     assert_eq!(second["downloaded"], 2, "{second}");
-    assert_eq!(second["skipped"].as_u64().unwrap() as usize, files.len() - 2);
+    assert_eq!(
+        second["skipped"].as_u64().unwrap() as usize,
+        files.len() - 2
+    );
     for (f, orig) in files.iter().zip(&originals) {
         assert_eq!(&std::fs::read(f).unwrap(), orig, "{f}");
     }

@@ -66,7 +66,12 @@ fn requests_since(w: &World, from: usize) -> Vec<(String, String)> {
 }
 
 /// The platform requests a call makes (method, path), in order.
-async fn requests_of(w: &World, c: &Client, tool: &str, args: &Value) -> (CallToolResult, Vec<(String, String)>) {
+async fn requests_of(
+    w: &World,
+    c: &Client,
+    tool: &str,
+    args: &Value,
+) -> (CallToolResult, Vec<(String, String)>) {
     let before = w.sandbox.request_log().len();
     let r = call(c, tool, args.clone()).await;
     (r, requests_since(w, before))
@@ -86,11 +91,17 @@ fn rule(method: &str, path: &str, effect: FaultEffect, times: Option<u32>) -> Fa
 /// concurrently (in "waves") and a fault planted for one tool cannot be consumed by another.
 /// `needs_retry(tool)` says whether the fault must have been retried (a slow answer within a
 /// tool's own timeout is simply waited for).
-async fn transient_matrix(make: impl Fn(&str) -> FaultRule, label: &str, needs_retry: impl Fn(&str) -> bool) {
+async fn transient_matrix(
+    make: impl Fn(&str) -> FaultRule,
+    label: &str,
+    needs_retry: impl Fn(&str) -> bool,
+) {
     let w = World::new().await;
     let mut calls = Vec::new();
     for (i, (tool, _)) in read_tools("x").into_iter().enumerate() {
-        let run = w.create_run(0, &format!("faulty-reads-{i}"), 40, None).await;
+        let run = w
+            .create_run(0, &format!("faulty-reads-{i}"), 40, None)
+            .await;
         let args = read_tools(&run).swap_remove(i).1;
         calls.push((tool, args));
     }
@@ -107,7 +118,12 @@ async fn transient_matrix(make: impl Fn(&str) -> FaultRule, label: &str, needs_r
             .unwrap_or_else(|| panic!("{tool} made no GET: {reqs:?}"))
             .1
             .clone();
-        planned.push((tool, args, first, reqs.into_iter().map(|(_, p)| p).collect()));
+        planned.push((
+            tool,
+            args,
+            first,
+            reqs.into_iter().map(|(_, p)| p).collect(),
+        ));
     }
     let mut waves: Vec<Vec<usize>> = Vec::new();
     let mut wave_paths: Vec<HashSet<String>> = Vec::new();
@@ -126,7 +142,10 @@ async fn transient_matrix(make: impl Fn(&str) -> FaultRule, label: &str, needs_r
     let mut report = Vec::new();
     for wave in &waves {
         let before = w.sandbox.request_log().len();
-        let planted: Vec<FaultRule> = wave.iter().map(|&i| w.sandbox.add_fault(make(&planned[i].2))).collect();
+        let planted: Vec<FaultRule> = wave
+            .iter()
+            .map(|&i| w.sandbox.add_fault(make(&planned[i].2)))
+            .collect();
         let results = futures::future::join_all(wave.iter().map(|&i| {
             let (tool, args, _, _) = &planned[i];
             let c = &c;
@@ -141,23 +160,50 @@ async fn transient_matrix(make: impl Fn(&str) -> FaultRule, label: &str, needs_r
         let remaining: Vec<u64> = w.sandbox.faults().iter().map(|f| f.id).collect();
         for ((&i, (r, elapsed)), planted) in wave.iter().zip(results).zip(planted) {
             let (tool, _, first, _) = &planned[i];
-            assert_ne!(r.is_error, Some(true), "{label}/{tool}: failed: {}", text(&r));
-            assert!(!remaining.contains(&planted.id), "{label}/{tool}: the fault was never hit");
-            let hits = reqs.iter().filter(|(m, p)| m == "GET" && p == first).count();
+            assert_ne!(
+                r.is_error,
+                Some(true),
+                "{label}/{tool}: failed: {}",
+                text(&r)
+            );
+            assert!(
+                !remaining.contains(&planted.id),
+                "{label}/{tool}: the fault was never hit"
+            );
+            let hits = reqs
+                .iter()
+                .filter(|(m, p)| m == "GET" && p == first)
+                .count();
             if needs_retry(tool) {
-                assert!(hits >= 2, "{label}/{tool}: {first} requested {hits} time(s); a retry was expected");
+                assert!(
+                    hits >= 2,
+                    "{label}/{tool}: {first} requested {hits} time(s); a retry was expected"
+                );
             }
             // Bounded: one backoff (at most 2 s with jitter) plus at most one timeout.
-            assert!(elapsed < Duration::from_secs(15), "{label}/{tool}: took {elapsed:?}");
+            assert!(
+                elapsed < Duration::from_secs(15),
+                "{label}/{tool}: took {elapsed:?}"
+            );
             report.push(format!("{tool}: {} ms", elapsed.as_millis()));
         }
     }
-    eprintln!("transient {label} ({} waves): {}", waves.len(), report.join(", "));
+    eprintln!(
+        "transient {label} ({} waves): {}",
+        waves.len(),
+        report.join(", ")
+    );
     c.cancel().await.unwrap();
 }
 
 /// A fault that does not go away: a clear isError, a bounded number of attempts.
-async fn persistent(w: &World, c: &Client, tool: &str, args: Value, make: impl Fn(&str) -> FaultRule) -> String {
+async fn persistent(
+    w: &World,
+    c: &Client,
+    tool: &str,
+    args: Value,
+    make: impl Fn(&str) -> FaultRule,
+) -> String {
     let (clean, reqs) = requests_of(w, c, tool, &args).await;
     ok(&clean);
     let first = reqs.iter().find(|(m, _)| m == "GET").unwrap().1.clone();
@@ -166,17 +212,35 @@ async fn persistent(w: &World, c: &Client, tool: &str, args: Value, make: impl F
     let (r, reqs) = requests_of(w, c, tool, &args).await;
     w.sandbox.clear_faults();
     let msg = err(&r);
-    let attempts = reqs.iter().filter(|(m, p)| m == "GET" && *p == first).count();
+    let attempts = reqs
+        .iter()
+        .filter(|(m, p)| m == "GET" && *p == first)
+        .count();
     assert!((1..=3).contains(&attempts), "{tool}: {attempts} attempts");
-    assert!(t0.elapsed() < Duration::from_secs(30), "{tool}: {:?}", t0.elapsed());
-    assert!(!msg.trim().is_empty() && !msg.contains("panicked"), "{tool}: {msg}");
-    eprintln!("persistent on {tool}: {attempts} attempts in {} ms: {msg}", t0.elapsed().as_millis());
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "{tool}: {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        !msg.trim().is_empty() && !msg.contains("panicked"),
+        "{tool}: {msg}"
+    );
+    eprintln!(
+        "persistent on {tool}: {attempts} attempts in {} ms: {msg}",
+        t0.elapsed().as_millis()
+    );
     msg
 }
 
 #[tokio::test]
 async fn read_tools_survive_a_transient_503() {
-    transient_matrix(|p| rule("GET", p, FaultEffect::Status, Some(1)), "503", |_| true).await;
+    transient_matrix(
+        |p| rule("GET", p, FaultEffect::Status, Some(1)),
+        "503",
+        |_| true,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -212,13 +276,21 @@ async fn read_tools_survive_an_answer_slower_than_the_timeout() {
 
 #[tokio::test]
 async fn read_tools_survive_a_connection_reset() {
-    transient_matrix(|p| rule("GET", p, FaultEffect::Reset, Some(1)), "reset", |_| true).await;
+    transient_matrix(
+        |p| rule("GET", p, FaultEffect::Reset, Some(1)),
+        "reset",
+        |_| true,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_fault_that_persists_is_a_clear_error_after_bounded_attempts() {
     let (w, c, run) = world().await;
-    let m = persistent(&w, &c, "get_run", json!({"run_id": run}), |p| rule("GET", p, FaultEffect::Status, None)).await;
+    let m = persistent(&w, &c, "get_run", json!({"run_id": run}), |p| {
+        rule("GET", p, FaultEffect::Status, None)
+    })
+    .await;
     assert!(m.contains("503"), "{m}");
     let m = persistent(&w, &c, "whoami", json!({}), |p| {
         let mut r = rule("GET", p, FaultEffect::Status, None);
@@ -227,7 +299,10 @@ async fn a_fault_that_persists_is_a_clear_error_after_bounded_attempts() {
         r
     })
     .await;
-    assert!(m.contains("429") || m.to_lowercase().contains("rate"), "{m}");
+    assert!(
+        m.contains("429") || m.to_lowercase().contains("rate"),
+        "{m}"
+    );
     let m = persistent(&w, &c, "get_logs", json!({"run_id": run}), |p| {
         let mut r = rule("GET", p, FaultEffect::Delay, None);
         r.delay_ms = Some(SLOW_MS);
@@ -235,7 +310,10 @@ async fn a_fault_that_persists_is_a_clear_error_after_bounded_attempts() {
     })
     .await;
     assert!(m.to_lowercase().contains("time"), "{m}");
-    let m = persistent(&w, &c, "list_traces", json!({"run_id": run}), |p| rule("GET", p, FaultEffect::Reset, None)).await;
+    let m = persistent(&w, &c, "list_traces", json!({"run_id": run}), |p| {
+        rule("GET", p, FaultEffect::Reset, None)
+    })
+    .await;
     assert!(m.len() > 10, "{m}");
     // Once the platform is healthy again, the same calls work.
     ok(&call(&c, "get_run", json!({"run_id": run})).await);
@@ -252,7 +330,10 @@ fn stop_puts(w: &World, run: &str) -> usize {
 }
 
 fn status(w: &World, run: &str) -> String {
-    w.sandbox.run(run).unwrap()["run"]["status"].as_str().unwrap().to_string()
+    w.sandbox.run(run).unwrap()["run"]["status"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// stop_run sends its PUT once whatever the platform does; a lost answer is found out by
@@ -274,7 +355,10 @@ async fn stop_run_is_never_retried_blindly() {
             ("429", e429),
             ("reset", FaultRule::new("", FaultEffect::Reset)),
             ("slow-after-commit", slow),
-            ("drop-after-commit", FaultRule::new("", FaultEffect::DropAfterCommit)),
+            (
+                "drop-after-commit",
+                FaultRule::new("", FaultEffect::DropAfterCommit),
+            ),
         ]
     };
     for (label, template) in effects {
@@ -290,19 +374,35 @@ async fn stop_run_is_never_retried_blindly() {
         let msg = err(&first);
         assert_eq!(stop_puts(&w, &run), 1, "{label}: the stop was sent again");
         assert!(msg.contains("get_run"), "{label}: {msg}");
-        let committed = matches!(template.effect, FaultEffect::DropAfterCommit | FaultEffect::DelayAfterCommit);
-        assert_eq!(status(&w, &run), if committed { "STOPPED" } else { "RUNNING" }, "{label}");
+        let committed = matches!(
+            template.effect,
+            FaultEffect::DropAfterCommit | FaultEffect::DelayAfterCommit
+        );
+        assert_eq!(
+            status(&w, &run),
+            if committed { "STOPPED" } else { "RUNNING" },
+            "{label}"
+        );
         // Calling again (as the error suggests after get_run) stops it, or sees it stopped.
         let again = ok(&call(&c, "stop_run", json!({"run_id": run})).await);
         assert_eq!(again["status"], "STOPPED", "{label}");
         assert_eq!(again["already_stopped"], committed, "{label}");
-        assert_eq!(stop_puts(&w, &run), if committed { 1 } else { 2 }, "{label}");
+        assert_eq!(
+            stop_puts(&w, &run),
+            if committed { 1 } else { 2 },
+            "{label}"
+        );
         eprintln!("stop_run under {label}: {msg}");
     }
     // A fault on stop_run's initial read is retried like any read; the stop still goes once.
     let run = w.create_run(0, "stop-read-503", 50, None).await;
     w.advance(20);
-    w.sandbox.add_fault(rule("GET", &format!("/api/v1/rft/runs/{run}"), FaultEffect::Status, Some(1)));
+    w.sandbox.add_fault(rule(
+        "GET",
+        &format!("/api/v1/rft/runs/{run}"),
+        FaultEffect::Status,
+        Some(1),
+    ));
     let out = ok(&call(&c, "stop_run", json!({"run_id": run})).await);
     assert_eq!(out["status"], "STOPPED");
     assert_eq!(stop_puts(&w, &run), 1);
@@ -327,12 +427,27 @@ async fn a_cut_trace_download_leaves_no_complete_looking_file_and_resumes() {
     assert!(ids.len() >= 2, "{listed}");
     // Every download of the first trace is cut (a retry would be cut too); the others are cut once.
     let victim = ids[0].clone();
-    let mut cut = rule("GET", &format!("/api/v1/traces/{victim}"), FaultEffect::CutBody, None);
+    let mut cut = rule(
+        "GET",
+        &format!("/api/v1/traces/{victim}"),
+        FaultEffect::CutBody,
+        None,
+    );
     cut.times = None;
     w.sandbox.add_fault(cut);
-    w.sandbox.add_fault(rule("GET", &format!("/api/v1/traces/{}", ids[1]), FaultEffect::CutBody, Some(1)));
+    w.sandbox.add_fault(rule(
+        "GET",
+        &format!("/api/v1/traces/{}", ids[1]),
+        FaultEffect::CutBody,
+        Some(1),
+    ));
 
-    let first = call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "traces", "step": 2})).await;
+    let first = call(
+        &c,
+        "fetch_traces",
+        json!({"run_id": run, "dest_dir": "traces", "step": 2}),
+    )
+    .await;
     let dir = w.workspace.path().join("traces");
     let victim_path = dir.join(format!("{victim}.json"));
     // Either the call fails as a whole, or it reports the trace as not downloaded: never as done.
@@ -341,12 +456,19 @@ async fn a_cut_trace_download_leaves_no_complete_looking_file_and_resumes() {
         let nd = out["not_downloaded"].as_array().unwrap();
         assert!(nd.iter().any(|n| n["trace_id"] == victim.as_str()), "{out}");
         assert!(
-            !out["files"].as_array().unwrap().iter().any(|f| f["trace_id"] == victim.as_str()),
+            !out["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["trace_id"] == victim.as_str()),
             "a cut trace listed as fetched: {out}"
         );
         eprintln!("cut_body: {}", nd[0]["reason"]);
     }
-    assert!(!victim_path.exists(), "a cut download was left under its final name");
+    assert!(
+        !victim_path.exists(),
+        "a cut download was left under its final name"
+    );
     let leftovers: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())
@@ -357,14 +479,25 @@ async fn a_cut_trace_download_leaves_no_complete_looking_file_and_resumes() {
 
     // The platform recovers; a second call downloads what is missing and skips the rest.
     w.sandbox.clear_faults();
-    let second = ok(&call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "traces", "step": 2})).await);
-    assert!(second["not_downloaded"].as_array().unwrap().is_empty(), "{second}");
+    let second = ok(&call(
+        &c,
+        "fetch_traces",
+        json!({"run_id": run, "dest_dir": "traces", "step": 2}),
+    )
+    .await);
+    assert!(
+        second["not_downloaded"].as_array().unwrap().is_empty(),
+        "{second}"
+    );
     assert!(second["downloaded"].as_u64().unwrap() >= 1);
     let http = reqwest::Client::new();
     for id in &ids {
         let on_disk = std::fs::read(dir.join(format!("{id}.json"))).unwrap();
         let served = http
-            .get(format!("{}/api/v1/traces/{id}?raw=true", w.sandbox.base_url()))
+            .get(format!(
+                "{}/api/v1/traces/{id}?raw=true",
+                w.sandbox.base_url()
+            ))
             .bearer_auth(w.key(0))
             .send()
             .await
@@ -372,7 +505,11 @@ async fn a_cut_trace_download_leaves_no_complete_looking_file_and_resumes() {
             .bytes()
             .await
             .unwrap();
-        assert_eq!(on_disk, served.to_vec(), "{id} differs from the platform's document");
+        assert_eq!(
+            on_disk,
+            served.to_vec(),
+            "{id} differs from the platform's document"
+        );
     }
     c.cancel().await.unwrap();
 }

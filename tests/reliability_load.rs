@@ -74,7 +74,13 @@ fn mem_kib(pid: u32, field: &str) -> u64 {
 }
 
 /// One stateless tools/call; the JSON-RPC message of the answer (JSON or one SSE event).
-async fn tool_call(http: &reqwest::Client, url: &str, id: u64, name: &str, args: Value) -> Result<Value, String> {
+async fn tool_call(
+    http: &reqwest::Client,
+    url: &str,
+    id: u64,
+    name: &str,
+    args: Value,
+) -> Result<Value, String> {
     let body = json!({
         "jsonrpc": "2.0",
         "id": id,
@@ -120,7 +126,10 @@ async fn tool_call(http: &reqwest::Client, url: &str, id: u64, name: &str, args:
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,10 +222,19 @@ async fn sixty_four_clients_times_two_hundred_read_calls() {
         peak,
         after
     );
-    assert_eq!(errors.load(Ordering::Relaxed), 0, "first error: {first_err:?}");
+    assert_eq!(
+        errors.load(Ordering::Relaxed),
+        0,
+        "first error: {first_err:?}"
+    );
     assert_eq!(lat.len(), clients * calls);
     // "Returns to its idle level": within a quarter of idle plus 16 MiB of allocator slack.
-    assert!(after <= idle + idle / 4 + 16 * 1024, "RSS after load {after} KiB vs idle {idle} KiB (peak {peak} KiB)");
+    assert!(
+        after <= idle + idle / 4 + 16 * 1024,
+        "RSS after load {after} KiB vs idle {idle} KiB (peak {peak} KiB)"
+    );
     // The server still answers normally.
-    tool_call(&http, &url, 999_999, "whoami", json!({})).await.expect("after load");
+    tool_call(&http, &url, 999_999, "whoami", json!({}))
+        .await
+        .expect("after load");
 }

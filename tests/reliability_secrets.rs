@@ -49,7 +49,9 @@ project = "sweep"
 fn url_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -58,11 +60,24 @@ fn url_encode(s: &str) -> String {
 /// Every form of `v` that must not appear.
 fn forms(v: &str) -> Vec<String> {
     let mut out = vec![v.to_string()];
-    out.push(serde_json::to_string(v).unwrap().trim_matches('"').replace('/', "\\/"));
+    out.push(
+        serde_json::to_string(v)
+            .unwrap()
+            .trim_matches('"')
+            .replace('/', "\\/"),
+    );
     out.push(url_encode(v));
     out.push(url_encode(v).to_lowercase());
-    out.push(v.replace('+', "%2B").replace('/', "%2F").replace('=', "%3D").replace(' ', "+"));
-    for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
+    out.push(
+        v.replace('+', "%2B")
+            .replace('/', "%2F")
+            .replace('=', "%3D")
+            .replace(' ', "+"),
+    );
+    for engine in [
+        &base64::engine::general_purpose::STANDARD,
+        &base64::engine::general_purpose::URL_SAFE,
+    ] {
         // The value base64-encoded alone, and inside a larger blob at each alignment (the
         // middle part is the same whatever comes before or after).
         for pad in 0..3 {
@@ -84,10 +99,20 @@ fn forms(v: &str) -> Vec<String> {
 
 fn leaks(hay: &str, label: &str) -> Vec<String> {
     let mut found = Vec::new();
-    for (name, v) in [("PRIME_API_KEY", PRIME), ("WANDB_API_KEY", WANDB), ("HF_TOKEN", HF), ("tokenValue", TOKEN)] {
+    for (name, v) in [
+        ("PRIME_API_KEY", PRIME),
+        ("WANDB_API_KEY", WANDB),
+        ("HF_TOKEN", HF),
+        ("tokenValue", TOKEN),
+    ] {
         for f in forms(v) {
             if let Some(at) = hay.find(&f) {
-                let from = hay[..at].char_indices().rev().nth(40).map(|(i, _)| i).unwrap_or(0);
+                let from = hay[..at]
+                    .char_indices()
+                    .rev()
+                    .nth(40)
+                    .map(|(i, _)| i)
+                    .unwrap_or(0);
                 let ctx: String = hay[from..].chars().take(100).collect();
                 found.push(format!("{label}: {name} as `{f}`: …{ctx}…"));
                 break;
@@ -104,7 +129,10 @@ fn scan_dir(dir: &std::path::Path, found: &mut Vec<String>, files: &mut usize) {
             scan_dir(&p, found, files);
         } else if let Ok(bytes) = std::fs::read(&p) {
             *files += 1;
-            found.extend(leaks(&String::from_utf8_lossy(&bytes), &p.display().to_string()));
+            found.extend(leaks(
+                &String::from_utf8_lossy(&bytes),
+                &p.display().to_string(),
+            ));
         }
     }
 }
@@ -131,13 +159,23 @@ async fn no_sentinel_leaks_anywhere_at_the_most_verbose_level() {
     env.push(("FACTORY_MCP_LOG".into(), "trace".into()));
     env.push(("WANDB_API_KEY".into(), WANDB.into()));
     env.push(("HF_TOKEN".into(), HF.into()));
-    let args = ["--confirm", "plan", "--max-cost-per-hour-usd", "1000", "--max-active-cost-per-hour-usd", "5000"];
+    let args = [
+        "--confirm",
+        "plan",
+        "--max-cost-per-hour-usd",
+        "1000",
+        "--max-active-cost-per-hour-usd",
+        "5000",
+    ];
     let c = connect(PlainClient, w.transport(env.clone(), &args), Era::Modern).await;
     let other = w.create_run(1, "bobs-run", 10, None).await;
 
     let mut results: Vec<(String, Value)> = Vec::new();
     let mut record = |name: &str, r: rmcp::model::CallToolResult| {
-        results.push((name.to_string(), json!({"text": text(&r), "structured": r.structured_content, "isError": r.is_error})));
+        results.push((
+            name.to_string(),
+            json!({"text": text(&r), "structured": r.structured_content, "isError": r.is_error}),
+        ));
         r
     };
     for (tool, a) in [
@@ -146,56 +184,125 @@ async fn no_sentinel_leaks_anywhere_at_the_most_verbose_level() {
         ("list_models", json!({})),
         ("list_gpus", json!({})),
         ("list_volumes", json!({})),
-        ("validate_config", json!({"config_toml": config("sweep-run")})),
+        (
+            "validate_config",
+            json!({"config_toml": config("sweep-run")}),
+        ),
     ] {
         record(tool, call(&c, tool, a).await);
     }
     // A launch that forwards both secrets; the platform answers with the sentinel tokenValue.
     let p = record("plan_run", call(&c, "plan_run", json!({"config_toml": config("sweep-run"), "team_id": TEAM, "env": ["WANDB_API_KEY", "HF_TOKEN"]})).await);
-    let plan = p.structured_content.clone().unwrap_or_else(|| panic!("plan: {}", text(&p)));
-    let launched = record("launch_run", call(&c, "launch_run", json!({"plan_id": plan["plan_id"]})).await);
+    let plan = p
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| panic!("plan: {}", text(&p)));
+    let launched = record(
+        "launch_run",
+        call(&c, "launch_run", json!({"plan_id": plan["plan_id"]})).await,
+    );
     assert_ne!(launched.is_error, Some(true), "{}", text(&launched));
-    let run = launched.structured_content.unwrap()["run_id"].as_str().unwrap().to_string();
+    let run = launched.structured_content.unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let forwarded = w.sandbox.run(&run).unwrap();
     // The values did reach the platform (the sandbox shows only which ones were provided).
-    assert_eq!(forwarded["secretsProvided"], json!(["wandbApiKey", "hfToken"]), "{forwarded}");
-    record("launch_run again", call(&c, "launch_run", json!({"plan_id": plan["plan_id"]})).await);
+    assert_eq!(
+        forwarded["secretsProvided"],
+        json!(["wandbApiKey", "hfToken"]),
+        "{forwarded}"
+    );
+    record(
+        "launch_run again",
+        call(&c, "launch_run", json!({"plan_id": plan["plan_id"]})).await,
+    );
     w.advance(40);
-    for tool in ["get_run", "get_components", "get_logs", "get_metrics", "get_progress", "list_checkpoints", "get_rollouts", "diagnose_run", "run_report", "list_traces"] {
+    for tool in [
+        "get_run",
+        "get_components",
+        "get_logs",
+        "get_metrics",
+        "get_progress",
+        "list_checkpoints",
+        "get_rollouts",
+        "diagnose_run",
+        "run_report",
+        "list_traces",
+    ] {
         record(tool, call(&c, tool, json!({"run_id": run})).await);
     }
-    record("fetch_traces", call(&c, "fetch_traces", json!({"run_id": run, "dest_dir": "traces", "step": 2})).await);
+    record(
+        "fetch_traces",
+        call(
+            &c,
+            "fetch_traces",
+            json!({"run_id": run, "dest_dir": "traces", "step": 2}),
+        )
+        .await,
+    );
     // Errors: a foreign run, a platform fault, secret values passed as arguments.
-    record("get_run foreign", call(&c, "get_run", json!({"run_id": other})).await);
+    record(
+        "get_run foreign",
+        call(&c, "get_run", json!({"run_id": other})).await,
+    );
     let mut fault = FaultRule::new(format!("/api/v1/rft/runs/{run}"), FaultEffect::Status);
     fault.status = Some(500);
     fault.method = Some("GET".into());
     fault.times = Some(3);
     w.sandbox.add_fault(fault);
-    record("get_run 500", call(&c, "get_run", json!({"run_id": run})).await);
+    record(
+        "get_run 500",
+        call(&c, "get_run", json!({"run_id": run})).await,
+    );
     for (label, a) in [
-        ("name", json!({"config_toml": config("sweep-2"), "team_id": TEAM, "run_name": WANDB})),
-        ("env", json!({"config_toml": config("sweep-2"), "team_id": TEAM, "env": [format!("HF_TOKEN={HF}")]})),
-        ("key", json!({"config_toml": config("sweep-2"), "team_id": TEAM, "image_tag": PRIME})),
-        ("token", json!({"config_toml": format!("{}\n# {TOKEN}\n", config("sweep-2")), "team_id": TEAM})),
+        (
+            "name",
+            json!({"config_toml": config("sweep-2"), "team_id": TEAM, "run_name": WANDB}),
+        ),
+        (
+            "env",
+            json!({"config_toml": config("sweep-2"), "team_id": TEAM, "env": [format!("HF_TOKEN={HF}")]}),
+        ),
+        (
+            "key",
+            json!({"config_toml": config("sweep-2"), "team_id": TEAM, "image_tag": PRIME}),
+        ),
+        (
+            "toml",
+            json!({"config_toml": config("sweep-2").replace("[trainer]", &format!("[trainer]\nhf_token = \"{HF}\"")), "team_id": TEAM}),
+        ),
     ] {
         let r = record(&format!("plan_run {label}"), call(&c, "plan_run", a).await);
-        if label != "token" {
-            assert_eq!(r.is_error, Some(true), "{label}: a secret value was accepted: {}", text(&r));
-        }
+        assert_eq!(
+            r.is_error,
+            Some(true),
+            "{label}: a secret value was accepted: {}",
+            text(&r)
+        );
     }
-    record("stop_run", call(&c, "stop_run", json!({"run_id": run, "wait": false})).await);
+    record(
+        "stop_run",
+        call(&c, "stop_run", json!({"run_id": run, "wait": false})).await,
+    );
     c.cancel().await.unwrap();
-    // `guard` and `check-config` write to the same state and log too.
+    // `guard` writes to the same state and log too.
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_factory-mcp"))
-        .args(["guard", "--dry-run"])
+        .args(["guard", "--once", "--dry-run"])
         .env_clear()
         .envs(env)
         .current_dir(w.workspace.path())
-        .output()
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), out)
         .await
+        .expect("guard --once finishes")
         .unwrap();
-    let guard_out = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let guard_out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let mut found = Vec::new();
     for (name, r) in &results {
@@ -203,7 +310,10 @@ async fn no_sentinel_leaks_anywhere_at_the_most_verbose_level() {
     }
     found.extend(leaks(&guard_out, "guard output"));
     let stderr = std::fs::read_to_string(w.stderr_path()).unwrap();
-    assert!(stderr.contains("TRACE") || stderr.contains("DEBUG"), "the log was not verbose");
+    assert!(
+        stderr.contains("TRACE") || stderr.contains("DEBUG"),
+        "the log was not verbose"
+    );
     let mut files = 0;
     scan_dir(w.home.path(), &mut found, &mut files);
     scan_dir(w.workspace.path(), &mut found, &mut files);

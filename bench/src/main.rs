@@ -111,8 +111,18 @@ struct Op {
 fn ops() -> Vec<Op> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     vec![
-        Op { name: "list runs", tool: "list_runs", args: json!({}), cli: s(&["train", "list", "-o", "json"]) },
-        Op { name: "get run", tool: "get_run", args: json!({"run_id": MAIN_RUN}), cli: s(&["train", "get", MAIN_RUN, "-o", "json"]) },
+        Op {
+            name: "list runs",
+            tool: "list_runs",
+            args: json!({}),
+            cli: s(&["train", "list", "-o", "json"]),
+        },
+        Op {
+            name: "get run",
+            tool: "get_run",
+            args: json!({"run_id": MAIN_RUN}),
+            cli: s(&["train", "get", MAIN_RUN, "-o", "json"]),
+        },
         Op {
             name: "logs tail 1000",
             tool: "get_logs",
@@ -125,9 +135,24 @@ fn ops() -> Vec<Op> {
             args: json!({"run_id": LOGS_RUN, "tail": 5000}),
             cli: s(&["train", "logs", LOGS_RUN, "--tail", "5000"]),
         },
-        Op { name: "metrics", tool: "get_metrics", args: json!({"run_id": MAIN_RUN}), cli: s(&["train", "metrics", MAIN_RUN]) },
-        Op { name: "progress", tool: "get_progress", args: json!({"run_id": MAIN_RUN}), cli: s(&["train", "progress", MAIN_RUN]) },
-        Op { name: "models", tool: "list_models", args: json!({}), cli: s(&["train", "models", "-o", "json"]) },
+        Op {
+            name: "metrics",
+            tool: "get_metrics",
+            args: json!({"run_id": MAIN_RUN}),
+            cli: s(&["train", "metrics", MAIN_RUN]),
+        },
+        Op {
+            name: "progress",
+            tool: "get_progress",
+            args: json!({"run_id": MAIN_RUN}),
+            cli: s(&["train", "progress", MAIN_RUN]),
+        },
+        Op {
+            name: "models",
+            tool: "list_models",
+            args: json!({}),
+            cli: s(&["train", "models", "-o", "json"]),
+        },
     ]
 }
 
@@ -150,11 +175,15 @@ async fn main() -> anyhow::Result<()> {
     // Already installed is fine: only plain-HTTP loopback connections are made.
     let _ = rustls::crypto::ring::default_provider().install_default();
     // Children run in scratch directories: every path handed to them must be absolute.
-    let abs = |p: &Path| std::fs::canonicalize(p).with_context(|| format!("{} not found", p.display()));
+    let abs =
+        |p: &Path| std::fs::canonicalize(p).with_context(|| format!("{} not found", p.display()));
     args.server = abs(&args.server)?;
     args.seed = abs(&args.seed)?;
     args.scripts = abs(&args.scripts)?;
-    for path in [&mut args.prime, &mut args.fastmcp_python].into_iter().flatten() {
+    for path in [&mut args.prime, &mut args.fastmcp_python]
+        .into_iter()
+        .flatten()
+    {
         // Not canonicalised: a venv's python is a symlink that must keep its venv path.
         *path = std::path::absolute(&*path)?;
     }
@@ -174,14 +203,17 @@ async fn main() -> anyhow::Result<()> {
         base,
         key,
         scratch: tempfile::tempdir()?,
-        http: reqwest::Client::builder().pool_max_idle_per_host(128).build()?,
+        http: reqwest::Client::builder()
+            .pool_max_idle_per_host(128)
+            .build()?,
         report: String::new(),
         results: serde_json::Map::new(),
         sandbox,
         args,
     };
     std::fs::create_dir_all(&b.args.out)?;
-    b.results.insert("machine_at_start".into(), machine_before.clone());
+    b.results
+        .insert("machine_at_start".into(), machine_before.clone());
     let started = Instant::now();
 
     let per_op = b.per_operation().await?;
@@ -209,7 +241,11 @@ async fn main() -> anyhow::Result<()> {
         machine_before["loadavg"].as_str().unwrap_or("?"),
         machine_after["loadavg"].as_str().unwrap_or("?"),
         started.elapsed().as_secs_f64(),
-        if b.args.quick { " (--quick: small samples)" } else { "" },
+        if b.args.quick {
+            " (--quick: small samples)"
+        } else {
+            ""
+        },
     );
     b.results.insert("machine_at_end".into(), machine_after);
     let report = format!("{head}{}", b.report);
@@ -219,7 +255,10 @@ async fn main() -> anyhow::Result<()> {
         serde_json::to_string_pretty(&Value::Object(b.results.clone()))?,
     )?;
     println!("{report}");
-    eprintln!("bench: wrote {}/report.md and results.json", b.args.out.display());
+    eprintln!(
+        "bench: wrote {}/report.md and results.json",
+        b.args.out.display()
+    );
     b.sandbox.shutdown().await;
     Ok(())
 }
@@ -236,13 +275,18 @@ impl Bench {
     fn note(&mut self, section: &str, r: anyhow::Result<()>) {
         if let Err(e) = r {
             eprintln!("bench: {section} failed: {e:#}");
-            self.report.push_str(&format!("\n**{section}: not measured** ({e:#})\n"));
-            self.results.insert(format!("error {section}"), json!(format!("{e:#}")));
+            self.report
+                .push_str(&format!("\n**{section}: not measured** ({e:#})\n"));
+            self.results
+                .insert(format!("error {section}"), json!(format!("{e:#}")));
         }
     }
 
     fn say(&self, what: &str) {
-        eprintln!("bench: {what} (load {})", procfs::machine()["loadavg"].as_str().unwrap_or("?"));
+        eprintln!(
+            "bench: {what} (load {})",
+            procfs::machine()["loadavg"].as_str().unwrap_or("?")
+        );
     }
 
     /// The environment of a server or CLI process acting as the seeded user Alice.
@@ -270,13 +314,23 @@ impl Bench {
     }
 
     fn serve_args(ws: &Path) -> Vec<String> {
-        vec!["serve".into(), "--workspace".into(), ws.display().to_string()]
+        vec![
+            "serve".into(),
+            "--workspace".into(),
+            ws.display().to_string(),
+        ]
     }
 
     async fn stdio_server(&self, label: &str) -> anyhow::Result<(mcp::Child, PathBuf)> {
         let home = self.dir(&format!("home-{label}"))?;
         let ws = self.dir(&format!("ws-{label}"))?;
-        let child = mcp::spawn_stdio(&self.args.server, &Self::serve_args(&ws), &self.env(&home), &ws).await?;
+        let child = mcp::spawn_stdio(
+            &self.args.server,
+            &Self::serve_args(&ws),
+            &self.env(&home),
+            &ws,
+        )
+        .await?;
         Ok((child, ws))
     }
 
@@ -291,7 +345,11 @@ impl Bench {
         Ok(self.sandbox.request_log()[before..]
             .iter()
             .map(|r| {
-                let q = r.query.as_deref().map(|q| format!("?{q}")).unwrap_or_default();
+                let q = r
+                    .query
+                    .as_deref()
+                    .map(|q| format!("?{q}"))
+                    .unwrap_or_default();
                 (r.method.clone(), format!("{}{q}", r.path))
             })
             .collect())
@@ -302,7 +360,10 @@ impl Bench {
         if reqs.iter().any(|(m, _)| m != "GET") {
             bail!("floor replays GETs only: {reqs:?}");
         }
-        let urls: Vec<String> = reqs.iter().map(|(_, p)| format!("{}{p}", self.base)).collect();
+        let urls: Vec<String> = reqs
+            .iter()
+            .map(|(_, p)| format!("{}{p}", self.base))
+            .collect();
         let d = sample(self.budgets.tool, || async {
             for u in &urls {
                 let r = self.http.get(u).bearer_auth(&self.key).send().await?;
@@ -335,12 +396,22 @@ impl Bench {
             let reqs = self
                 .requests_of(|| async { mcp::call(client, op.tool, &op.args).await.map(|_| ()) })
                 .await?;
-            let tool = Summary::of(&sample(self.budgets.tool, || async { mcp::call(client, op.tool, &op.args).await.map(|_| ()) }).await?);
+            let tool = Summary::of(
+                &sample(self.budgets.tool, || async {
+                    mcp::call(client, op.tool, &op.args).await.map(|_| ())
+                })
+                .await?,
+            );
             let floor = self.floor(&reqs).await?;
             let (cli, cli_reqs) = match &self.args.prime {
                 Some(prime) => {
-                    let first = self.requests_of(|| self.run_cli(prime, &op.cli, &cli_env, true)).await?;
-                    let d = sample(self.budgets.cli, || self.run_cli(prime, &op.cli, &cli_env, false)).await?;
+                    let first = self
+                        .requests_of(|| self.run_cli(prime, &op.cli, &cli_env, true))
+                        .await?;
+                    let d = sample(self.budgets.cli, || {
+                        self.run_cli(prime, &op.cli, &cli_env, false)
+                    })
+                    .await?;
                     (Some(Summary::of(&d)), first.len())
                 }
                 None => (None, 0),
@@ -350,7 +421,9 @@ impl Bench {
                 .ok()
                 .and_then(|m| m.get(op.name))
                 .and_then(Value::as_array)
-                .map(|a| Summary::from_nanos(&a.iter().filter_map(Value::as_u64).collect::<Vec<_>>()));
+                .map(|a| {
+                    Summary::from_nanos(&a.iter().filter_map(Value::as_u64).collect::<Vec<_>>())
+                });
             let ratio = cli.map(|c| c.p50_us / tool.p50_us);
             let inratio = inp.map(|c| c.p50_us / tool.p50_us);
             rows.push(format!(
@@ -367,7 +440,11 @@ impl Bench {
                 inratio.map_or("–".into(), |r| format!("{r:.1}×")),
                 fmt_us(floor.p50_us),
                 reqs.len(),
-                if self.args.prime.is_some() { cli_reqs.to_string() } else { "–".into() },
+                if self.args.prime.is_some() {
+                    cli_reqs.to_string()
+                } else {
+                    "–".into()
+                },
             ));
             json_ops.push(json!({
                 "op": op.name, "tool": op.tool, "args": op.args, "cli": op.cli,
@@ -400,11 +477,18 @@ impl Bench {
             idle.map_or("?".into(), |(rss, _)| format!("{:.1} MiB", rss as f64 / 1024.0)),
             rows.join("\n"),
         ));
-        self.results.insert("per_operation".into(), Value::Array(json_ops));
+        self.results
+            .insert("per_operation".into(), Value::Array(json_ops));
         Ok(figures)
     }
 
-    async fn run_cli(&self, prime: &Path, args: &[String], env: &[(String, String)], check: bool) -> anyhow::Result<()> {
+    async fn run_cli(
+        &self,
+        prime: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        check: bool,
+    ) -> anyhow::Result<()> {
         let out = tokio::time::timeout(
             Duration::from_secs(60),
             tokio::process::Command::new(prime)
@@ -438,7 +522,12 @@ impl Bench {
             Duration::from_secs(300),
             tokio::process::Command::new(&python)
                 .arg(self.args.scripts.join("prime_inprocess.py"))
-                .args([b.count.to_string(), b.max_time.as_secs().to_string(), MAIN_RUN.into(), LOGS_RUN.into()])
+                .args([
+                    b.count.to_string(),
+                    b.max_time.as_secs().to_string(),
+                    MAIN_RUN.into(),
+                    LOGS_RUN.into(),
+                ])
                 .env_clear()
                 .envs(env.iter().cloned())
                 .stdin(Stdio::null())
@@ -463,13 +552,23 @@ impl Bench {
         let mut rows = Vec::new();
         let mut js = Vec::new();
         for (op, f) in ops().into_iter().zip(per_op) {
-            let d = sample(self.budgets.tool, || async { mcp::call(&client, op.tool, &op.args).await.map(|_| ()) }).await?;
+            let d = sample(self.budgets.tool, || async {
+                mcp::call(&client, op.tool, &op.args).await.map(|_| ())
+            })
+            .await?;
             let inproc = Summary::of(&d);
             // Re-measure the floor right after, so both see the same machine load.
-            let floor = self.floor(&f.requests.iter().map(|r| {
-                let (m, p) = r.split_once(' ').unwrap_or(("GET", r));
-                (m.to_string(), p.to_string())
-            }).collect::<Vec<_>>()).await?;
+            let floor = self
+                .floor(
+                    &f.requests
+                        .iter()
+                        .map(|r| {
+                            let (m, p) = r.split_once(' ').unwrap_or(("GET", r));
+                            (m.to_string(), p.to_string())
+                        })
+                        .collect::<Vec<_>>(),
+                )
+                .await?;
             rows.push(format!(
                 "| {} | {} | {} | {} | **{}** | {} | {} |",
                 f.name,
@@ -508,8 +607,20 @@ impl Bench {
         let home = self.dir("home-cold")?;
         let ws = self.dir("ws-cold")?;
         let env = self.env(&home);
-        let ours = self.cold_start(&self.args.server.clone(), &Self::serve_args(&ws), &env, &ws, self.budgets.cold_ours).await?;
-        let ours_get = per_op.iter().find(|f| f.name == "get run").map(|f| f.tool).unwrap_or_default();
+        let ours = self
+            .cold_start(
+                &self.args.server.clone(),
+                &Self::serve_args(&ws),
+                &env,
+                &ws,
+                self.budgets.cold_ours,
+            )
+            .await?;
+        let ours_get = per_op
+            .iter()
+            .find(|f| f.name == "get run")
+            .map(|f| f.tool)
+            .unwrap_or_default();
         let mut rows = vec![format!(
             "| factory-mcp (Rust, rmcp 3.11) | {} / {} | {} / {} | {} |",
             fmt_us(ours.p50_us),
@@ -518,14 +629,26 @@ impl Bench {
             fmt_us(ours_get.p99_us),
             ours.n
         )];
-        let mut js = json!({"factory_mcp": {"cold_start": ours.json(), "get_run_call": ours_get.json()}});
+        let mut js =
+            json!({"factory_mcp": {"cold_start": ours.json(), "get_run_call": ours_get.json()}});
         if let Some(py) = self.args.fastmcp_python.clone() {
             self.say("FastMCP baseline");
-            let script = vec![self.args.scripts.join("fastmcp_server.py").display().to_string()];
-            let fast_cold = self.cold_start(&py, &script, &env, &ws, self.budgets.cold_fastmcp).await?;
+            let script = vec![
+                self.args
+                    .scripts
+                    .join("fastmcp_server.py")
+                    .display()
+                    .to_string(),
+            ];
+            let fast_cold = self
+                .cold_start(&py, &script, &env, &ws, self.budgets.cold_fastmcp)
+                .await?;
             let child = mcp::spawn_stdio(&py, &script, &env, &ws).await?;
             let args = json!({"run_id": MAIN_RUN});
-            let d = sample(self.budgets.tool, || async { mcp::call(&child.client, "get_run", &args).await.map(|_| ()) }).await?;
+            let d = sample(self.budgets.tool, || async {
+                mcp::call(&child.client, "get_run", &args).await.map(|_| ())
+            })
+            .await?;
             let fast_get = Summary::of(&d);
             let rss = procfs::rss_kib(child.pid);
             child.client.cancel().await?;
@@ -645,11 +768,13 @@ impl Bench {
             let t0 = Instant::now();
             let mut tasks = Vec::new();
             for c in &conns {
-                let (c, stop, left, args) = (c.clone(), stop.clone(), budget_calls.clone(), args.clone());
+                let (c, stop, left, args) =
+                    (c.clone(), stop.clone(), budget_calls.clone(), args.clone());
                 tasks.push(tokio::spawn(async move {
                     let mut lat = Vec::new();
                     let mut errors = 0u64;
-                    while !stop.load(Ordering::Relaxed) && left.fetch_sub(1, Ordering::Relaxed) > 0 {
+                    while !stop.load(Ordering::Relaxed) && left.fetch_sub(1, Ordering::Relaxed) > 0
+                    {
                         let s = Instant::now();
                         match mcp::call(&c, "get_run", &args).await {
                             Ok(_) => lat.push(s.elapsed()),
@@ -715,14 +840,31 @@ impl Bench {
         let (server, _ws) = self.stdio_server("validate").await?;
         let mut rows = Vec::new();
         let mut js = Vec::new();
-        for (name, toml, sft) in [("reverse-text RL", RL_TOML, false), ("wordle SFT", SFT_TOML, true)] {
+        for (name, toml, sft) in [
+            ("reverse-text RL", RL_TOML, false),
+            ("wordle SFT", SFT_TOML, true),
+        ] {
             let args = json!({"config_toml": toml, "sft": sft});
             let reqs = self
-                .requests_of(|| async { mcp::call(&server.client, "validate_config", &args).await.map(|_| ()) })
+                .requests_of(|| async {
+                    mcp::call(&server.client, "validate_config", &args)
+                        .await
+                        .map(|_| ())
+                })
                 .await?;
-            let d = sample(self.budgets.tool, || async { mcp::call(&server.client, "validate_config", &args).await.map(|_| ()) }).await?;
+            let d = sample(self.budgets.tool, || async {
+                mcp::call(&server.client, "validate_config", &args)
+                    .await
+                    .map(|_| ())
+            })
+            .await?;
             let s = Summary::of(&d);
-            rows.push(format!("| {name} | `validate_config` tool call, stdio | {} / {} | {} |", fmt_us(s.p50_us), fmt_us(s.p99_us), reqs.len()));
+            rows.push(format!(
+                "| {name} | `validate_config` tool call, stdio | {} / {} | {} |",
+                fmt_us(s.p50_us),
+                fmt_us(s.p99_us),
+                reqs.len()
+            ));
             js.push(json!({"config": name, "tool_stdio": s.json(),
                 "platform_requests": reqs.iter().map(|(m, p)| format!("{m} {p}")).collect::<Vec<_>>()}));
         }
@@ -740,7 +882,10 @@ impl Bench {
             "\n## `validate_config` per config\n\n| config | measured as | p50 / p99 | platform requests |\n|---|---|---|---|\n{}\n",
             rows.join("\n")
         ));
-        self.results.insert("validate_config".into(), json!({"tool": js, "criterion": crit}));
+        self.results.insert(
+            "validate_config".into(),
+            json!({"tool": js, "criterion": crit}),
+        );
         Ok(())
     }
 
@@ -774,9 +919,12 @@ impl Bench {
             };
             let args = json!({"run_id": run, "dest_dir": "traces"});
             let t0 = Instant::now();
-            let r = tokio::time::timeout(Duration::from_secs(900), mcp::call(&server.client, "fetch_traces", &args))
-                .await
-                .context("fetch_traces took over 900 s")??;
+            let r = tokio::time::timeout(
+                Duration::from_secs(900),
+                mcp::call(&server.client, "fetch_traces", &args),
+            )
+            .await
+            .context("fetch_traces took over 900 s")??;
             let secs = t0.elapsed().as_secs_f64();
             done.store(true, Ordering::Relaxed);
             sampler.await?;
@@ -835,7 +983,13 @@ impl Bench {
                 .error_for_status()?
                 .json()
                 .await?;
-            ids.extend(page["items"].as_array().into_iter().flatten().filter_map(|t| t["trace_id"].as_str().map(str::to_string)));
+            ids.extend(
+                page["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t["trace_id"].as_str().map(str::to_string)),
+            );
             match page["next_cursor"].as_str() {
                 Some(c) => cursor = Some(c.to_string()),
                 None => break,
@@ -866,7 +1020,10 @@ impl Bench {
 
 async fn python_version(py: &Path) -> String {
     match tokio::process::Command::new(py).arg("-V").output().await {
-        Ok(o) => String::from_utf8_lossy(&o.stdout).trim().trim_start_matches("Python ").to_string(),
+        Ok(o) => String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .trim_start_matches("Python ")
+            .to_string(),
         Err(_) => "?".into(),
     }
 }
@@ -874,7 +1031,9 @@ async fn python_version(py: &Path) -> String {
 /// `(benchmark id, median ns)` for every criterion benchmark under `dir`.
 fn criterion_medians(dir: &Path) -> Vec<(String, f64)> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
     for e in entries.flatten() {
         let new = e.path().join("new");
         let id = std::fs::read_to_string(new.join("benchmark.json"))

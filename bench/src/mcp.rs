@@ -6,7 +6,9 @@ use std::{path::Path, process::Stdio, sync::Arc};
 use anyhow::{Context, bail};
 use rmcp::{
     ClientHandler, RoleClient, ServiceExt,
-    model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation},
+    model::{
+        CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    },
     service::RunningService,
     transport::{StreamableHttpClientTransport, TokioChildProcess},
 };
@@ -18,7 +20,10 @@ pub struct BenchClient;
 
 impl ClientHandler for BenchClient {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("factory-bench", "0.1.0"))
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("factory-bench", "0.1.0"),
+        )
     }
 }
 
@@ -39,20 +44,29 @@ pub async fn spawn_stdio(
     cwd: &Path,
 ) -> anyhow::Result<Child> {
     let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args).env_clear().envs(env.iter().cloned()).current_dir(cwd);
+    cmd.args(args)
+        .env_clear()
+        .envs(env.iter().cloned())
+        .current_dir(cwd);
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()
         .with_context(|| format!("spawn {}", program.display()))?;
     let pid = transport.id().context("child pid")?;
-    let client = BenchClient.serve(transport).await.context("MCP handshake over stdio")?;
+    let client = BenchClient
+        .serve(transport)
+        .await
+        .context("MCP handshake over stdio")?;
     Ok(Child { client, pid })
 }
 
 /// Connect to a streamable HTTP endpoint.
 pub async fn connect_http(url: &str) -> anyhow::Result<Client> {
     let transport = StreamableHttpClientTransport::from_uri(url.to_string());
-    BenchClient.serve(transport).await.context("MCP handshake over HTTP")
+    BenchClient
+        .serve(transport)
+        .await
+        .context("MCP handshake over HTTP")
 }
 
 /// A `factory-mcp` server built in this process (the same state and catalogue `serve` builds),
@@ -79,8 +93,13 @@ pub async fn in_process(
         "HOME" | "XDG_STATE_HOME" => Some(state_home.clone()),
         _ => None,
     };
-    let built = factory_tools::AppState::build(policy, Some(&over), &env, factory_policies::KnownSecrets::new())
-        .map_err(anyhow::Error::msg)?;
+    let built = factory_tools::AppState::build(
+        policy,
+        Some(&over),
+        &env,
+        factory_policies::KnownSecrets::new(),
+    )
+    .map_err(anyhow::Error::msg)?;
     let server = factory_tools::build_server(Arc::new(built.state), |_| true);
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
@@ -88,18 +107,27 @@ pub async fn in_process(
             let _ = running.waiting().await;
         }
     });
-    BenchClient.serve(client_io).await.context("MCP handshake in process")
+    BenchClient
+        .serve(client_io)
+        .await
+        .context("MCP handshake in process")
 }
 
 /// Call `name` with `args`; a protocol error or an `isError` result is an error.
 pub async fn call(client: &Client, name: &str, args: &Value) -> anyhow::Result<CallToolResult> {
-    let Value::Object(map) = args.clone() else { bail!("arguments must be an object") };
+    let Value::Object(map) = args.clone() else {
+        bail!("arguments must be an object")
+    };
     let r = client
         .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(map))
         .await
         .with_context(|| format!("{name}: protocol error"))?;
     if r.is_error == Some(true) {
-        let text: Vec<String> = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+        let text: Vec<String> = r
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
         bail!("{name} failed: {}", text.join("\n"));
     }
     Ok(r)

@@ -1699,9 +1699,16 @@ fn settle_found(store: &Store, plan_id: &str, run_id: &str, details: &Value) {
     if store.mark_dispatched(plan_id, run_id, details).is_ok() {
         return;
     }
-    let taken = matches!(store.take_over(plan_id, Duration::from_secs(60)), Ok(Claim::Claimed(_)));
+    let taken = matches!(
+        store.take_over(plan_id, Duration::from_secs(60)),
+        Ok(Claim::Claimed(_))
+    );
     if !(taken && store.mark_dispatched(plan_id, run_id, details).is_ok()) {
-        tracing::info!(plan_id, run_id, "reconciled run left for the live dispatch holder to record");
+        tracing::info!(
+            plan_id,
+            run_id,
+            "reconciled run left for the live dispatch holder to record"
+        );
     }
 }
 
