@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::{plan_mode_args, rl_config};
+
 use std::path::Path;
 
 use common::{Client, Era, World, call, err, ok, text};
@@ -15,49 +17,6 @@ use serde_json::{Value, json};
 
 const TEAM: &str = TEAM_ALPHA_ID;
 const OBJECTS: &str = "/_sandbox/s3/sandbox-volumes/";
-
-fn plan_mode_args() -> Vec<&'static str> {
-    vec![
-        "--confirm",
-        "plan",
-        "--max-cost-per-hour-usd",
-        "1000",
-        "--max-active-cost-per-hour-usd",
-        "5000",
-    ]
-}
-
-fn rl_config(name: &str, max_steps: u32) -> String {
-    format!(
-        r#"name = "{name}"
-max_steps = {max_steps}
-seq_len = 2048
-
-[model]
-name = "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
-
-[deployment]
-num_train_gpus = 1
-num_infer_gpus = 1
-
-[orchestrator]
-batch_size = 8
-
-[orchestrator.renderer]
-name = "prime-qwen3"
-
-[[orchestrator.train.source]]
-name = "reverse-text"
-
-[orchestrator.train.source.env.taskset]
-id = "reverse-text"
-
-[trainer]
-
-[inference]
-"#
-    )
-}
 
 /// Every result text a test saw, for the leak check.
 #[derive(Default)]

@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::{plan_mode_args, rl_config as config};
+
 use std::time::Duration;
 
 use common::{Era, PlainClient, World, call, connect, err, ok, text};
@@ -18,39 +20,6 @@ use rmcp::{
 use serde_json::{Value, json};
 
 const TEAM: &str = factory_sandbox::TEAM_ALPHA_ID;
-
-/// A small healthy RL config for the sandbox's models.
-fn config(name: &str, max_steps: u32) -> String {
-    format!(
-        r#"name = "{name}"
-max_steps = {max_steps}
-seq_len = 2048
-
-[model]
-name = "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
-
-[deployment]
-num_train_gpus = 1
-num_infer_gpus = 1
-
-[orchestrator]
-batch_size = 8
-
-[orchestrator.renderer]
-name = "prime-qwen3"
-
-[[orchestrator.train.source]]
-name = "reverse-text"
-
-[orchestrator.train.source.env.taskset]
-id = "reverse-text"
-
-[trainer]
-
-[inference]
-"#
-    )
-}
 
 /// A client that declares elicitation and answers every question the same way.
 #[derive(Clone)]
@@ -85,17 +54,6 @@ impl ClientHandler for Confirming {
             ElicitResult::new(ElicitationAction::Decline)
         })
     }
-}
-
-fn plan_mode_args() -> Vec<&'static str> {
-    vec![
-        "--confirm",
-        "plan",
-        "--max-cost-per-hour-usd",
-        "1000",
-        "--max-active-cost-per-hour-usd",
-        "5000",
-    ]
 }
 
 async fn plan<H: ClientHandler>(

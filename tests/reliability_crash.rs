@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::{plan_mode_args, rl_config as config};
+
 use std::{path::Path, time::Duration};
 
 use common::{Era, PlainClient, World, call, connect, ok, text};
@@ -16,49 +18,6 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 const TEAM: &str = factory_sandbox::TEAM_ALPHA_ID;
-
-fn plan_mode_args() -> Vec<&'static str> {
-    vec![
-        "--confirm",
-        "plan",
-        "--max-cost-per-hour-usd",
-        "1000",
-        "--max-active-cost-per-hour-usd",
-        "5000",
-    ]
-}
-
-fn config(name: &str, max_steps: u32) -> String {
-    format!(
-        r#"name = "{name}"
-max_steps = {max_steps}
-seq_len = 2048
-
-[model]
-name = "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
-
-[deployment]
-num_train_gpus = 1
-num_infer_gpus = 1
-
-[orchestrator]
-batch_size = 8
-
-[orchestrator.renderer]
-name = "prime-qwen3"
-
-[[orchestrator.train.source]]
-name = "reverse-text"
-
-[orchestrator.train.source.env.taskset]
-id = "reverse-text"
-
-[trainer]
-
-[inference]
-"#
-    )
-}
 
 fn runs_named(w: &World, name: &str) -> Vec<Value> {
     w.sandbox

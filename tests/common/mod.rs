@@ -234,3 +234,48 @@ pub fn err(r: &CallToolResult) -> String {
     assert_eq!(r.is_error, Some(true), "expected isError, got: {}", text(r));
     text(r)
 }
+
+/// Plan-confirmation mode with the cost caps it requires (automation: no person asked).
+pub fn plan_mode_args() -> Vec<&'static str> {
+    vec![
+        "--confirm",
+        "plan",
+        "--max-cost-per-hour-usd",
+        "1000",
+        "--max-active-cost-per-hour-usd",
+        "5000",
+    ]
+}
+
+/// A small healthy RL config for the sandbox's models; it passes validation.
+pub fn rl_config(name: &str, max_steps: u32) -> String {
+    format!(
+        r#"name = "{name}"
+max_steps = {max_steps}
+seq_len = 2048
+
+[model]
+name = "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
+
+[deployment]
+num_train_gpus = 1
+num_infer_gpus = 1
+
+[orchestrator]
+batch_size = 8
+
+[orchestrator.renderer]
+name = "prime-qwen3"
+
+[[orchestrator.train.source]]
+name = "reverse-text"
+
+[orchestrator.train.source.env.taskset]
+id = "reverse-text"
+
+[trainer]
+
+[inference]
+"#
+    )
+}

@@ -706,17 +706,13 @@ async fn plan_run(state: Arc<AppState>, args: PlanRunArgs, call: Call) -> ToolRe
         per_hour_usd: price.per_hour_usd,
         max_steps: report.summary.max_steps,
     };
-    let violations = launch::check_budgets(&state.policy, &figures, &active);
-    if !violations.is_empty() {
-        return Err(refuse(format!(
-            "Refused by the policy:\n- {}\nChange the config or ask the operator to change the policy.",
-            violations
-                .iter()
-                .map(|v| format!("{}: {}", v.key, v.message))
-                .collect::<Vec<_>>()
-                .join("\n- ")
-        )));
-    }
+    enforce_budgets(
+        &state.policy,
+        &figures,
+        &active,
+        "Refused by the policy",
+        "Change the config or ask the operator to change the policy.",
+    )?;
 
     // 5. Duplicates and repeated failures.
     let mut checks = Vec::new();
@@ -1055,17 +1051,13 @@ async fn plan_resume(
         per_hour_usd: price.per_hour_usd,
         max_steps: prev.max_steps,
     };
-    let violations = launch::check_budgets(&state.policy, &figures, &active);
-    if !violations.is_empty() {
-        return Err(refuse(format!(
-            "Refused by the policy:\n- {}",
-            violations
-                .iter()
-                .map(|v| format!("{}: {}", v.key, v.message))
-                .collect::<Vec<_>>()
-                .join("\n- ")
-        )));
-    }
+    enforce_budgets(
+        &state.policy,
+        &figures,
+        &active,
+        "Refused by the policy",
+        "",
+    )?;
     let run_name = prev.name.clone().unwrap_or_default();
     let resumed: Vec<&RlRun> = runs
         .iter()
@@ -1691,6 +1683,29 @@ async fn guard_existing(
     Ok(None)
 }
 
+/// Refuse, with every broken limit and its figures, when the plan breaks the policy's budgets.
+fn enforce_budgets(
+    policy: &factory_policies::Policy,
+    figures: &PlanFigures<'_>,
+    active: &[ActiveRun],
+    head: &str,
+    tail: &str,
+) -> Result<(), ToolError> {
+    let violations = launch::check_budgets(policy, figures, active);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = violations
+        .iter()
+        .map(|v| format!("{}: {}", v.key, v.message))
+        .collect();
+    Err(refuse(format!(
+        "{head}:\n- {}{}{tail}",
+        lines.join("\n- "),
+        if tail.is_empty() { "" } else { "\n" }
+    )))
+}
+
 /// Record a run that reconciliation found. Only the lease holder may settle a `dispatching`
 /// record: when its holder died (the lease expired) this process takes the lease over first;
 /// when the holder is alive it records the run itself. Either way the run exists, so a journal
@@ -1742,17 +1757,13 @@ async fn recheck(
         per_hour_usd: body.price.per_hour_usd,
         max_steps: body.max_steps,
     };
-    let violations = launch::check_budgets(&state.policy, &figures, &active);
-    if !violations.is_empty() {
-        return Err(refuse(format!(
-            "Refused by the policy now:\n- {}\nNothing was dispatched.",
-            violations
-                .iter()
-                .map(|v| format!("{}: {}", v.key, v.message))
-                .collect::<Vec<_>>()
-                .join("\n- ")
-        )));
-    }
+    enforce_budgets(
+        &state.policy,
+        &figures,
+        &active,
+        "Refused by the policy now",
+        "Nothing was dispatched.",
+    )?;
     Ok(())
 }
 
