@@ -287,11 +287,7 @@ pub struct OwnerArgs {
 
 impl OwnerArgs {
     fn scope(&self, state: &AppState) -> Result<TeamScope, crate::reply::ToolError> {
-        owner::scope(
-            self.team_id.as_deref(),
-            self.personal,
-            state.policy.allowed_teams.as_deref(),
-        )
+        owner::scope(self.team_id.as_deref(), self.personal, &state.policy)
     }
 }
 

@@ -105,11 +105,7 @@ async fn list_volumes(
     args: ListVolumesArgs,
     _call: Call,
 ) -> ToolResult<ListVolumesOut> {
-    let scope = owner::scope(
-        args.team_id.as_deref(),
-        args.personal,
-        state.policy.allowed_teams.as_deref(),
-    )?;
+    let scope = owner::scope(args.team_id.as_deref(), args.personal, &state.policy)?;
     let platform = state.platform()?;
     let team_id = platform.team_for(&scope);
     let vols = platform
@@ -624,11 +620,7 @@ async fn upload_to_volume(
             "`overwrite: true` replaces files on the volume, and this server runs with --disable-destructive; upload to a new remote_dir instead.",
         ));
     }
-    let scope = owner::scope(
-        args.team_id.as_deref(),
-        args.personal,
-        state.policy.allowed_teams.as_deref(),
-    )?;
+    let scope = owner::scope(args.team_id.as_deref(), args.personal, &state.policy)?;
     let src = state
         .workspace()?
         .resolve_existing(&args.local_path)

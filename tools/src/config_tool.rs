@@ -158,11 +158,7 @@ async fn validate_config(
     if args.offline != Some(true)
         && let Ok(platform) = state.platform()
     {
-        let scope = owner::scope(
-            args.team_id.as_deref(),
-            args.personal,
-            state.policy.allowed_teams.as_deref(),
-        )?;
+        let scope = owner::scope(args.team_id.as_deref(), args.personal, &state.policy)?;
         let team = platform.team_for(&scope);
         let scope = match &team {
             Some(t) => TeamScope::Team(t.clone()),

@@ -1795,6 +1795,26 @@ pub(crate) async fn confirm(
     let can_elicit = ctx
         .client_capabilities()
         .is_some_and(|c| c.elicitation.is_some());
+    // A "no" in either dialog: audited under the calling tool, nothing done.
+    let declined = |via: &str| {
+        audit(
+            state,
+            tool,
+            "declined",
+            Some(&plan.id),
+            None,
+            json!({"via": via}),
+        );
+        let what = if tool == "delete_run" {
+            "deletion"
+        } else {
+            "launch"
+        };
+        refuse(format!(
+            "The {what} for plan {} was declined: nothing was done.",
+            plan.id
+        ))
+    };
     let question = format!("{}\n\nApprove this billable launch?", plan.summary_text);
     if modern && can_elicit {
         let key = store
@@ -1842,7 +1862,7 @@ pub(crate) async fn confirm(
                 );
                 audit(
                     state,
-                    "launch_run",
+                    tool,
                     "asked",
                     Some(&plan.id),
                     None,
@@ -1872,7 +1892,7 @@ pub(crate) async fn confirm(
                 if !first_use {
                     audit(
                         state,
-                        "launch_run",
+                        tool,
                         "replay_refused",
                         Some(&plan.id),
                         None,
@@ -1899,7 +1919,7 @@ pub(crate) async fn confirm(
                     record(store, &plan.id, Decision::Approved, "elicitation")?;
                     audit(
                         state,
-                        "launch_run",
+                        tool,
                         "approved",
                         Some(&plan.id),
                         None,
@@ -1907,18 +1927,7 @@ pub(crate) async fn confirm(
                     );
                     Ok(None)
                 } else {
-                    audit(
-                        state,
-                        "launch_run",
-                        "declined",
-                        Some(&plan.id),
-                        None,
-                        json!({"via": "input_required"}),
-                    );
-                    Err(refuse(format!(
-                        "The launch of plan {} was declined: nothing was dispatched.",
-                        plan.id
-                    )))
+                    Err(declined("input_required"))
                 }
             }
         }
@@ -1928,7 +1937,7 @@ pub(crate) async fn confirm(
                 record(store, &plan.id, Decision::Approved, "elicitation")?;
                 audit(
                     state,
-                    "launch_run",
+                    tool,
                     "approved",
                     Some(&plan.id),
                     None,
@@ -1938,20 +1947,7 @@ pub(crate) async fn confirm(
             }
             Ok(_)
             | Err(rmcp::service::ElicitationError::UserDeclined)
-            | Err(rmcp::service::ElicitationError::UserCancelled) => {
-                audit(
-                    state,
-                    "launch_run",
-                    "declined",
-                    Some(&plan.id),
-                    None,
-                    json!({"via": "elicitation"}),
-                );
-                Err(refuse(format!(
-                    "The launch of plan {} was declined: nothing was dispatched.",
-                    plan.id
-                )))
-            }
+            | Err(rmcp::service::ElicitationError::UserCancelled) => Err(declined("elicitation")),
             Err(e) => Err(refuse(format!(
                 "Could not ask for confirmation ({e}). Run `factory-mcp approve {}` in a terminal, then call {tool} again.",
                 plan.id
@@ -1960,7 +1956,7 @@ pub(crate) async fn confirm(
     } else {
         audit(
             state,
-            "launch_run",
+            tool,
             "needs_approval",
             Some(&plan.id),
             None,

@@ -3,6 +3,7 @@
 //! no `oneOf`, so the check happens here at run time.
 
 use factory_platform::TeamScope;
+use factory_policies::Policy;
 
 use crate::{reply::ToolError, state::check_id};
 
@@ -10,7 +11,7 @@ use crate::{reply::ToolError, state::check_id};
 pub fn scope(
     team_id: Option<&str>,
     personal: Option<bool>,
-    allowed_teams: Option<&[String]>,
+    policy: &Policy,
 ) -> Result<TeamScope, ToolError> {
     let scope = match (team_id, personal.unwrap_or(false)) {
         (Some(_), true) => {
@@ -25,8 +26,9 @@ pub fn scope(
         (None, true) => TeamScope::Personal,
         (None, false) => TeamScope::Active,
     };
-    if let (TeamScope::Team(team), Some(allowed)) = (&scope, allowed_teams)
-        && !allowed.iter().any(|a| a == team)
+    // The allowlist is the policy's decision (it also knows `"personal"`).
+    if let (TeamScope::Team(team), Some(allowed)) = (&scope, &policy.allowed_teams)
+        && !policy.allows_team(Some(team))
     {
         return Err(ToolError::new(format!(
             "team {team} is not in the policy's allowed_teams ({}); ask the operator to add it.",
@@ -42,16 +44,20 @@ mod tests {
 
     #[test]
     fn team_and_personal_exclude_each_other() {
-        let err = scope(Some("cteam1"), Some(true), None).unwrap_err();
+        let any = Policy::default();
+        let err = scope(Some("cteam1"), Some(true), &any).unwrap_err();
         assert!(err.message.contains("exclude each other"));
-        assert_eq!(scope(None, Some(true), None).unwrap(), TeamScope::Personal);
-        assert_eq!(scope(None, None, None).unwrap(), TeamScope::Active);
+        assert_eq!(scope(None, Some(true), &any).unwrap(), TeamScope::Personal);
+        assert_eq!(scope(None, None, &any).unwrap(), TeamScope::Active);
     }
 
     #[test]
     fn allowlist_refuses_other_teams() {
-        let allowed = vec!["cteamA".to_string()];
-        assert!(scope(Some("cteamB"), None, Some(&allowed)).is_err());
-        assert!(scope(Some("cteamA"), None, Some(&allowed)).is_ok());
+        let policy = Policy {
+            allowed_teams: Some(vec!["cteamA".to_string()]),
+            ..Policy::default()
+        };
+        assert!(scope(Some("cteamB"), None, &policy).is_err());
+        assert!(scope(Some("cteamA"), None, &policy).is_ok());
     }
 }

@@ -135,11 +135,7 @@ async fn list_runs(
     args: ListRunsArgs,
     _call: Call,
 ) -> ToolResult<ListRunsOut> {
-    let scope = owner::scope(
-        args.team_id.as_deref(),
-        args.personal,
-        state.policy.allowed_teams.as_deref(),
-    )?;
+    let scope = owner::scope(args.team_id.as_deref(), args.personal, &state.policy)?;
     let page = args.page.unwrap_or(1).max(1);
     let limit = args.limit.unwrap_or(20).clamp(1, 100);
     let platform = state.platform()?;
