@@ -8,6 +8,7 @@ pub mod mask;
 pub mod paths;
 pub mod policy;
 pub mod redact;
+mod secret;
 pub mod secret_guard;
 pub mod store;
 
