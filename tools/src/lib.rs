@@ -5,11 +5,14 @@
 pub mod account;
 pub mod artifacts;
 pub mod catalogue;
+pub mod checker_gate;
 pub mod config_tool;
+pub mod transfers;
 pub mod guard;
 pub mod launch;
 pub mod lifecycle;
 pub mod owner;
+pub mod pacing;
 pub mod reply;
 pub mod resources;
 pub mod runs;
