@@ -55,7 +55,11 @@ async fn a_checkout_named_by_the_model_never_runs() {
     let w = World::new().await;
     let co = w.workspace_path().join("co");
     std::fs::create_dir_all(&co).unwrap();
-    std::fs::write(co.join("pyproject.toml"), "[project]\nname = \"prime-rl\"\n").unwrap();
+    std::fs::write(
+        co.join("pyproject.toml"),
+        "[project]\nname = \"prime-rl\"\n",
+    )
+    .unwrap();
     std::fs::write(co.join("json.py"), "open('/tmp/pwned', 'w')\n").unwrap();
     let bin = w.home.path().join("bin");
     let record = w.home.path().join("uv-ran");
@@ -118,7 +122,10 @@ async fn a_policy_checkout_runs_isolated_and_its_output_is_untrusted() {
     let args = std::fs::read_to_string(record.with_extension("args")).expect("uv ran");
     assert!(args.contains("python -I"), "{args}");
     let env = std::fs::read_to_string(record.with_extension("env")).unwrap();
-    assert!(!env.contains("PRIME_API_KEY") && !env.contains(WANDB_VALUE), "{env}");
+    assert!(
+        !env.contains("PRIME_API_KEY") && !env.contains(WANDB_VALUE),
+        "{env}"
+    );
     let home = w.home.path().display().to_string();
     assert!(!env.lines().any(|l| l == format!("HOME={home}")), "{env}");
     let finding = out["findings"]
@@ -175,7 +182,10 @@ async fn config_reads_refuse_fifos_huge_files_and_hard_links() {
     let w = World::new().await;
     let ws = w.workspace_path();
     let fifo = ws.join("pipe.toml");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     let big = std::fs::File::create(ws.join("big.toml")).unwrap();
     big.set_len(2 << 20).unwrap();
@@ -287,11 +297,20 @@ async fn secrets_are_not_uploaded_to_a_volume() {
     w.advance(5);
     let ws = w.workspace_path();
     std::fs::create_dir_all(ws.join("leak")).unwrap();
-    std::fs::write(ws.join("leak/.env"), format!("WANDB_API_KEY={WANDB_VALUE}\n")).unwrap();
+    std::fs::write(
+        ws.join("leak/.env"),
+        format!("WANDB_API_KEY={WANDB_VALUE}\n"),
+    )
+    .unwrap();
     std::fs::create_dir_all(ws.join("data")).unwrap();
-    std::fs::write(ws.join("data/train.jsonl"), format!("{{\"text\": \"{WANDB_VALUE}\"}}\n"))
-        .unwrap();
-    let c = w.client_with_env(env_with_secret(&w), &[], Era::Modern).await;
+    std::fs::write(
+        ws.join("data/train.jsonl"),
+        format!("{{\"text\": \"{WANDB_VALUE}\"}}\n"),
+    )
+    .unwrap();
+    let c = w
+        .client_with_env(env_with_secret(&w), &[], Era::Modern)
+        .await;
     for (dir, named) in [("leak", ".env"), ("data", "train.jsonl")] {
         let r = call(
             &c,
@@ -316,7 +335,9 @@ async fn secrets_are_not_uploaded_to_a_volume() {
 #[tokio::test]
 async fn unknown_tool_names_and_uris_are_not_echoed_unredacted() {
     let w = World::new().await;
-    let c = w.client_with_env(env_with_secret(&w), &[], Era::Modern).await;
+    let c = w
+        .client_with_env(env_with_secret(&w), &[], Era::Modern)
+        .await;
     let e = try_call(&c, WANDB_VALUE, json!({})).await.unwrap_err();
     assert!(!e.to_string().contains(WANDB_VALUE), "{e}");
     let e = c
@@ -352,13 +373,7 @@ async fn parallel_watches_share_one_polling_budget() {
         .iter()
         .filter(|r| r.path == path)
         .count();
-    let watches = (0..150).map(|_| {
-        call(
-            &c,
-            "watch_run",
-            json!({"run_id": run, "timeout_s": 6}),
-        )
-    });
+    let watches = (0..150).map(|_| call(&c, "watch_run", json!({"run_id": run, "timeout_s": 6})));
     let results = futures::future::join_all(watches).await;
     for r in &results {
         ok(r);

@@ -26,7 +26,8 @@ pub fn checkout_dir(ws: Option<&Workspace>, checkout: &Path) -> Result<PathBuf, 
         )
     })?;
     if let Some(ws) = ws {
-        for dir in std::iter::once(ws.root()).chain(ws.allowed_dirs().iter().map(PathBuf::as_path)) {
+        for dir in std::iter::once(ws.root()).chain(ws.allowed_dirs().iter().map(PathBuf::as_path))
+        {
             if canon.starts_with(dir) || dir.starts_with(&canon) {
                 return Err(format!(
                     "the prime-rl checkout {} overlaps {}, where file tools and the assistant may \
@@ -127,7 +128,10 @@ mod tests {
         let other = tempfile::tempdir().unwrap();
         let ws = Workspace::new(Some(root.clone()), Vec::new(), tmp.path(), None).unwrap();
         assert!(checkout_dir(Some(&ws), &root.join("prime-rl")).is_err());
-        assert!(checkout_dir(Some(&ws), tmp.path()).is_err(), "holds the workspace");
+        assert!(
+            checkout_dir(Some(&ws), tmp.path()).is_err(),
+            "holds the workspace"
+        );
         assert!(checkout_dir(Some(&ws), other.path()).is_ok());
         assert!(checkout_dir(Some(&ws), &tmp.path().join("missing")).is_err());
     }
@@ -145,10 +149,22 @@ mod tests {
                 _ => None,
             }
         };
-        let env = checkout_env(&get, &guard, Path::new("/tmp/h"), Some(OsStr::new("/usr/bin")));
-        let names: Vec<String> = env.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+        let env = checkout_env(
+            &get,
+            &guard,
+            Path::new("/tmp/h"),
+            Some(OsStr::new("/usr/bin")),
+        );
+        let names: Vec<String> = env
+            .iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
         assert!(names.contains(&"LANG".to_string()));
-        assert!(!names.iter().any(|n| n == "TMPDIR" || n == "PRIME_API_KEY" || n == "HF_TOKEN"));
+        assert!(
+            !names
+                .iter()
+                .any(|n| n == "TMPDIR" || n == "PRIME_API_KEY" || n == "HF_TOKEN")
+        );
         assert!(env.iter().any(|(k, v)| k == "HOME" && v == "/tmp/h"));
         let cli = prime_cli_env(
             vec![

@@ -84,7 +84,10 @@ fn kind_of(ft: FileType) -> &'static str {
 }
 
 /// The root (workspace root or allowed directory) holding `canonical`, and the rest of it.
-fn split_base<'a>(ws: &'a Workspace, canonical: &'a Path) -> Result<(&'a Path, &'a Path), FileError> {
+fn split_base<'a>(
+    ws: &'a Workspace,
+    canonical: &'a Path,
+) -> Result<(&'a Path, &'a Path), FileError> {
     std::iter::once(ws.root())
         .chain(ws.allowed_dirs().iter().map(PathBuf::as_path))
         .filter_map(|base| canonical.strip_prefix(base).ok().map(|rest| (base, rest)))
@@ -101,7 +104,12 @@ fn open_dir_flags() -> OFlags {
 
 /// Opens the directory `rel` beneath the open directory `dir`, component by component, never
 /// following a symlink; with `create`, missing components are made (mode 0755).
-fn open_beneath(dir: OwnedFd, rel: &Path, create: bool, shown: &Path) -> Result<OwnedFd, FileError> {
+fn open_beneath(
+    dir: OwnedFd,
+    rel: &Path,
+    create: bool,
+    shown: &Path,
+) -> Result<OwnedFd, FileError> {
     let mut fd = dir;
     for comp in rel.components() {
         let name = match comp {
@@ -231,7 +239,11 @@ fn read_capped(mut file: File, limits: ReadLimits, shown: &Path) -> Result<Vec<u
 
 /// Reads the file at `canonical` (a path `Workspace::resolve_existing` returned) race-free:
 /// reached from its root without following links, regular, within `limits`.
-pub fn read_file(ws: &Workspace, canonical: &Path, limits: ReadLimits) -> Result<Vec<u8>, FileError> {
+pub fn read_file(
+    ws: &Workspace,
+    canonical: &Path,
+    limits: ReadLimits,
+) -> Result<Vec<u8>, FileError> {
     let (base, rel) = split_base(ws, canonical)?;
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
         return Err(FileError::NotRegular {
@@ -421,13 +433,11 @@ impl DestDir {
         .map_err(|e| io_err(&shown, e))?;
         let mut out = File::from(fd);
         let copied = io::copy(&mut src, &mut out).and_then(|n| out.sync_all().map(|()| n));
-        let result = copied
-            .map_err(|e| io_err(&shown, e))
-            .and_then(|n| {
-                rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name)
-                    .map(|()| n)
-                    .map_err(|e| io_err(&shown, e))
-            });
+        let result = copied.map_err(|e| io_err(&shown, e)).and_then(|n| {
+            rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name)
+                .map(|()| n)
+                .map_err(|e| io_err(&shown, e))
+        });
         if result.is_err() {
             let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
         } else {
@@ -489,7 +499,10 @@ mod tests {
         let fifo = w.root().join("pipe.toml");
         rustix::fs::mkfifoat(CWD, &fifo, Mode::from_raw_mode(0o600)).unwrap();
         let err = read_file(&w, &fifo, ReadLimits::CONFIG).unwrap_err();
-        assert!(matches!(err, FileError::NotRegular { kind, .. } if kind.contains("FIFO")), "{err}");
+        assert!(
+            matches!(err, FileError::NotRegular { kind, .. } if kind.contains("FIFO")),
+            "{err}"
+        );
     }
 
     #[test]

@@ -76,7 +76,10 @@ pub fn stage(
         }
         let text = String::from_utf8_lossy(&f.bytes);
         if let Err(findings) = guard.check_text(&text, &shown) {
-            let kinds: Vec<String> = findings.iter().map(|x| format!("{}: {}", x.path, x.kind)).collect();
+            let kinds: Vec<String> = findings
+                .iter()
+                .map(|x| format!("{}: {}", x.path, x.kind))
+                .collect();
             return Err(FileError::Refused(format!(
                 "Refused: a file to upload holds a secret, and volumes are shared.\n- {}\nRemove \
                  the secret from the file (runs receive WANDB_API_KEY / HF_TOKEN by name through \
@@ -99,9 +102,12 @@ pub fn stage(
     match walked {
         Err(FileError::Refused(r)) => Err(r),
         Ok(_) => Ok(StagedUpload { dir, files }),
-        Err(FileError::TooLarge { len, max, .. }) if len > max && max == max_files as u64 => Err(
-            format!("{} holds more than {max_files} files; upload a smaller folder.", canonical.display()),
-        ),
+        Err(FileError::TooLarge { len, max, .. }) if len > max && max == max_files as u64 => {
+            Err(format!(
+                "{} holds more than {max_files} files; upload a smaller folder.",
+                canonical.display()
+            ))
+        }
         Err(e) => Err(format!("local_path: {e}")),
     }
 }
@@ -114,10 +120,23 @@ mod tests {
 
     #[test]
     fn secret_file_names_are_recognised() {
-        for n in [".env", ".env.local", "prod.env", ".netrc", "id_ed25519", "server.pem", "credentials.json"] {
+        for n in [
+            ".env",
+            ".env.local",
+            "prod.env",
+            ".netrc",
+            "id_ed25519",
+            "server.pem",
+            "credentials.json",
+        ] {
             assert!(secret_file_name(n).is_some(), "{n}");
         }
-        for n in ["train.jsonl", "environment.md", "data.parquet", "identity.txt"] {
+        for n in [
+            "train.jsonl",
+            "environment.md",
+            "data.parquet",
+            "identity.txt",
+        ] {
             assert!(secret_file_name(n).is_none(), "{n}");
         }
     }
@@ -125,19 +144,27 @@ mod tests {
     #[test]
     fn a_known_value_or_a_secret_file_is_refused_naming_the_file_not_the_value() {
         let tmp = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(Some(tmp.path().to_path_buf()), Vec::new(), tmp.path(), None).unwrap();
+        let ws =
+            Workspace::new(Some(tmp.path().to_path_buf()), Vec::new(), tmp.path(), None).unwrap();
         let value = "wandbvalue0123456789abcdef0123456789abcd";
-        let guard = SecretGuard::new(KnownSecrets::new().with("WANDB_API_KEY", &SecretString::from(value)));
+        let guard =
+            SecretGuard::new(KnownSecrets::new().with("WANDB_API_KEY", &SecretString::from(value)));
         let src = ws.root().join("leak");
         std::fs::create_dir_all(&src).unwrap();
         std::fs::write(src.join("notes.txt"), format!("key is {value}\n")).unwrap();
         let err = stage(&ws, &src, &guard, false, 1 << 20, 10).unwrap_err();
-        assert!(err.contains("notes.txt") && err.contains("WANDB_API_KEY"), "{err}");
+        assert!(
+            err.contains("notes.txt") && err.contains("WANDB_API_KEY"),
+            "{err}"
+        );
         assert!(!err.contains(value));
         std::fs::remove_file(src.join("notes.txt")).unwrap();
         std::fs::write(src.join(".env"), "A=1\n").unwrap();
         let err = stage(&ws, &src, &guard, false, 1 << 20, 10).unwrap_err();
-        assert!(err.contains(".env") && err.contains("allow_secret_files"), "{err}");
+        assert!(
+            err.contains(".env") && err.contains("allow_secret_files"),
+            "{err}"
+        );
         let ok = stage(&ws, &src, &guard, true, 1 << 20, 10).unwrap();
         assert_eq!(ok.files.len(), 1);
         assert_eq!(std::fs::read(&ok.files[0].0).unwrap(), b"A=1\n");

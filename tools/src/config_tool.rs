@@ -136,11 +136,8 @@ async fn validate_config(
                 .map_err(|_| ToolError::new(format!("{} is not UTF-8 text", path.display())))?
         }
     };
-    let (checkout, checkout_refused, prime_cli) = crate::checker_gate::gate(
-        &state,
-        args.prime_rl_checkout.as_deref(),
-        args.prime_cli,
-    )?;
+    let (checkout, checkout_refused, prime_cli) =
+        crate::checker_gate::gate(&state, args.prime_rl_checkout.as_deref(), args.prime_cli)?;
     let doc = validation::parse(&text).ok();
     let top = |k: &str| {
         doc.as_ref()

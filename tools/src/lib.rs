@@ -7,7 +7,6 @@ pub mod artifacts;
 pub mod catalogue;
 pub mod checker_gate;
 pub mod config_tool;
-pub mod transfers;
 pub mod guard;
 pub mod launch;
 pub mod lifecycle;
@@ -20,6 +19,7 @@ pub mod schema;
 pub mod server;
 pub mod state;
 pub mod traces;
+pub mod transfers;
 pub mod validation;
 pub mod workflows;
 

@@ -23,7 +23,9 @@ pub fn open(state: &AppState, dest: &Path) -> Result<(DestDir, Staging), ToolErr
     let dir = DestDir::open(state.workspace()?, dest)
         .map_err(|e| ToolError::new(format!("dest_dir: {e}")))?;
     let staging = Staging::for_dest(state.store().ok().map(|s| s.dir()), dest).map_err(|e| {
-        ToolError::new(format!("cannot create a staging directory for downloads: {e}"))
+        ToolError::new(format!(
+            "cannot create a staging directory for downloads: {e}"
+        ))
     })?;
     Ok((dir, staging))
 }

@@ -466,15 +466,23 @@ async fn checkout_checker(
     let mut cmd = Command::new(uv);
     // `-I`: neither the working directory nor the user site is on the import path, and no
     // PYTHON* variable applies, so a `json.py` planted beside the checkout is never imported.
-    cmd.args(["run", "--no-sync", "python", "-I", "-B", "-c", CHECKOUT_SCRIPT])
-        .current_dir(dir)
-        .env_clear()
-        .envs(factory_policies::checkers::checkout_env(
-            &|k: &str| std::env::var_os(k),
-            &KNOWN.0,
-            home.path(),
-            path,
-        ));
+    cmd.args([
+        "run",
+        "--no-sync",
+        "python",
+        "-I",
+        "-B",
+        "-c",
+        CHECKOUT_SCRIPT,
+    ])
+    .current_dir(dir)
+    .env_clear()
+    .envs(factory_policies::checkers::checkout_env(
+        &|k: &str| std::env::var_os(k),
+        &KNOWN.0,
+        home.path(),
+        path,
+    ));
     match run(cmd, Some(input.into_bytes()), timeout).await {
         Outcome::SpawnFailed(e) => report.checker(
             NAME,

@@ -317,7 +317,9 @@ async fn checker_output_is_one_neutralised_line_per_message() {
         .find(|f| f.source == Source::PrimeRlCheckout)
         .expect("a checkout finding");
     assert!(
-        !f.message.contains('\n') && !f.message.contains('\u{1b}') && !f.message.contains('\u{202e}'),
+        !f.message.contains('\n')
+            && !f.message.contains('\u{1b}')
+            && !f.message.contains('\u{202e}'),
         "{:?}",
         f.message
     );
