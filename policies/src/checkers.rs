@@ -11,10 +11,11 @@ use crate::paths::Workspace;
 use crate::secret_guard::SecretGuard;
 
 /// What the tool says when the model passes a checker argument.
-pub const BY_POLICY_ONLY: &str = "runs code on this machine, so only a person turns it on: set \
-     `[validate] prime_rl_checkout = \"/path/to/prime-rl\"` (or `prime_cli = true`) in the \
-     policy file, or start the server with --prime-rl-checkout DIR / --prime-cli-checker; the \
-     checkout must be outside the workspace and the allowed directories";
+pub const BY_POLICY_ONLY: &str = "runs code on this machine, so only a person turns it on: \
+     set the policy key validate.prime_rl_checkout = \"/path/to/prime-rl\" (or \
+     validate.prime_cli = true) in the policy file, or start the server with \
+     --prime-rl-checkout DIR / --prime-cli-checker; the checkout must be outside the workspace \
+     and the allowed directories";
 
 /// The checkout to run, canonical, or why it is refused: it must exist and not overlap the
 /// workspace root or an allowed directory (either inside the other).
