@@ -1,8 +1,12 @@
 //! Decisions: the secret guard, redaction, path containment, the policy file, plans and
 //! digests, budgets, allowlists, confirmation rules and the duplicate decision (pure modules);
-//! and, in their own modules, the durable journal and the audit log (the only I/O here).
+//! and, in their own modules, the I/O that must be decided here: the durable journal and the
+//! audit log (`store`), race-free reads and writes of the files tools touch (`files`, `upload`),
+//! and who may run a config checker with which environment (`checkers`).
 
+pub mod checkers;
 mod detect;
+pub mod files;
 pub mod launch;
 pub mod mask;
 pub mod paths;
@@ -11,6 +15,8 @@ pub mod redact;
 mod secret;
 pub mod secret_guard;
 pub mod store;
+pub mod untrusted;
+pub mod upload;
 
 pub use detect::{is_placeholder, looks_opaque};
 pub use mask::mask_key;

@@ -55,8 +55,6 @@ const CLI_ONLY_KEYS: [&str; 8] = [
     "source_ref",
     "type",
 ];
-/// Largest config file read.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// How far back a run counts as "recent" for the duplicate warning.
 const RECENT: chrono::Duration = chrono::Duration::hours(24);
 /// How long a sealed confirmation stays valid.
@@ -219,19 +217,13 @@ async fn read_config(
                 .workspace()?
                 .resolve_existing(p)
                 .map_err(|e| refuse(format!("config_path: {e}")))?;
-            let meta = tokio::fs::metadata(&path)
-                .await
-                .map_err(|e| refuse(format!("cannot read {}: {e}", path.display())))?;
-            if meta.len() > MAX_CONFIG_BYTES {
-                return Err(refuse(format!(
-                    "{} is {} bytes; a config over 1 MiB is not a prime-rl config",
-                    path.display(),
-                    meta.len()
-                )));
-            }
-            let bytes = tokio::fs::read(&path)
-                .await
-                .map_err(|e| refuse(format!("cannot read {}: {e}", path.display())))?;
+            // Race-free, regular files only, capped at 1 MiB before reading (policies::files).
+            let bytes = factory_policies::files::read_file(
+                state.workspace()?,
+                &path,
+                factory_policies::files::ReadLimits::CONFIG,
+            )
+            .map_err(|e| refuse(format!("config_path: {e}")))?;
             let digest = launch::digest_bytes(&bytes);
             let text = String::from_utf8(bytes)
                 .map_err(|_| refuse(format!("{} is not UTF-8 text", path.display())))?;
@@ -1734,10 +1726,15 @@ async fn recheck(
     body: &PlanBody,
 ) -> Result<(), ToolError> {
     if let (Some(path), Some(sha)) = (&body.config_path, &body.config_sha256) {
-        let now = tokio::fs::read(path)
-            .await
+        let now = state
+            .workspace()
+            .ok()
+            .and_then(|ws| {
+                let limits = factory_policies::files::ReadLimits::CONFIG;
+                factory_policies::files::read_file(ws, std::path::Path::new(path), limits).ok()
+            })
             .map(|b| launch::digest_bytes(&b));
-        if now.as_ref().ok() != Some(sha) {
+        if now.as_ref() != Some(sha) {
             return Err(refuse(format!(
                 "{path} changed (or vanished) since the plan was made: re-plan with plan_run. Nothing was dispatched."
             )));

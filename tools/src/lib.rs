@@ -5,11 +5,13 @@
 pub mod account;
 pub mod artifacts;
 pub mod catalogue;
+pub mod checker_gate;
 pub mod config_tool;
 pub mod guard;
 pub mod launch;
 pub mod lifecycle;
 pub mod owner;
+pub mod pacing;
 pub mod reply;
 pub mod resources;
 pub mod runs;
@@ -17,6 +19,7 @@ pub mod schema;
 pub mod server;
 pub mod state;
 pub mod traces;
+pub mod transfers;
 pub mod validation;
 pub mod workflows;
 
