@@ -12,9 +12,10 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-use super::{AppState, ok, trace_error};
 use crate::clock::iso_secs;
+use crate::http::{ok, trace_error};
 use crate::seed::SeedUser;
+use crate::state::AppState;
 use crate::tracegen::{self, TraceRec};
 use crate::wire::{
     CursorPage, EpisodeAggregate, EpisodeError, EpisodeSummary, RunStep, RunStepList,
