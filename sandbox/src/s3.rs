@@ -916,6 +916,7 @@ async fn put_object(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outputs::safetensors_header;
 
     #[test]
     fn generated_content_is_the_same_whatever_the_range() {
