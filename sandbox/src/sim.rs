@@ -923,7 +923,7 @@ fn step_lines(book: &mut LogBook, cx: &LogCtx<'_>) {
     let max = max_steps(run, t);
     let interval = ckpt_interval(run, t);
     for k in 1..=ph.steps {
-        let ts = step_time(&ph, t, k);
+        let ts = step_time(ph, t, k);
         let m = metrics_at(run, k, max);
         let loss = m["loss"].as_f64().unwrap_or(0.0);
         if has_orch && !run.sft {

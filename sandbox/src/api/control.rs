@@ -1,6 +1,9 @@
 //! Test-only inspection and control routes under `/_sandbox/` (no auth, no faults): every run of
 //! every owner, counters, the request log, fault rules, the clock, and volume file listings.
 
+// Helpers return a ready-made error `Response` as their `Err`; its size does not matter here.
+#![allow(clippy::result_large_err)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -730,6 +730,9 @@ async fn delete_run(State(st): S, headers: HeaderMap, Path(id): Path<String>) ->
 
 const COMPONENTS: [&str; 4] = ["orchestrator", "trainer", "inference", "env-server"];
 
+/// The `search` filter of a logs request.
+type Matcher = Box<dyn Fn(&str) -> bool>;
+
 /// A logs request's filters (§5.6), parsed from its query.
 struct LogQuery {
     tail: usize,
@@ -737,7 +740,7 @@ struct LogQuery {
     env_name: Option<String>,
     min_rank: u8,
     cutoff: Option<DateTime<Utc>>,
-    matcher: Option<Box<dyn Fn(&str) -> bool>>,
+    matcher: Option<Matcher>,
 }
 
 /// Severity order of the `level` filter ("this level and above").
@@ -807,7 +810,7 @@ impl LogQuery {
     }
 
     /// `search`: a case-insensitive substring, or a regex with `regex=true`.
-    fn matcher(q: &Params) -> Result<Option<Box<dyn Fn(&str) -> bool>>, Response> {
+    fn matcher(q: &Params) -> Result<Option<Matcher>, Response> {
         let regex = q.get("regex").is_some_and(|v| v == "true");
         Ok(match (nonempty(q.get("search")), regex) {
             (Some(s), true) => {

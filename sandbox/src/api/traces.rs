@@ -1,5 +1,8 @@
 //! The Prime Traces service routes of §9 (reads only), on the same port as the platform API.
 
+// Helpers return a ready-made error `Response` as their `Err`; its size does not matter here.
+#![allow(clippy::result_large_err)]
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
