@@ -17,9 +17,9 @@ pub const BOB_API_KEY: &str = "sandbox-key-bob-0002";
 pub const ALICE_USER_ID: &str = "cuseralice000000000000001";
 /// Bob's user id.
 pub const BOB_USER_ID: &str = "cuserbob00000000000000002";
-/// The first seeded team (Alice is ADMIN; Bob is not a member).
+/// The first seeded team (Alice is ADMIN; Bob is not a member); custom source refs allowed.
 pub const TEAM_ALPHA_ID: &str = "cteamalpha000000000000001";
-/// The second seeded team (Alice is MEMBER, Bob is ADMIN).
+/// The second seeded team (Alice is MEMBER, Bob is ADMIN); custom source refs refused (403).
 pub const TEAM_BETA_ID: &str = "cteambeta0000000000000002";
 /// API key of the third seeded user (Carol): the only member of Team Gamma.
 pub const CAROL_API_KEY: &str = "sandbox-key-carol-0003";
@@ -300,7 +300,8 @@ impl Default for Seed {
                     user_id: ALICE_USER_ID.into(),
                     role: "ADMIN".into(),
                 }],
-                source_ref_access: false,
+                // Team Alpha kept every ref it could launch before the allowlist existed.
+                source_ref_access: true,
                 on_demand_beta_access: true,
                 reserved_clusters: Vec::new(),
             },

@@ -897,8 +897,8 @@ async fn source_refs_are_for_allowlisted_teams_and_runs_pin_the_commit() {
     let sb = manual().await;
     let alice = Client::new(&sb, 0);
     let carol = Client::new(&sb, CAROL);
-    // Not allowlisted: a team run of Team Alpha, and any personal run — prepare and create 403.
-    for team in [json!(TEAM_ALPHA_ID), Value::Null] {
+    // Not allowlisted: a team run of Team Beta, and any personal run — prepare and create 403.
+    for team in [json!(TEAM_BETA_ID), Value::Null] {
         let (s, v) = alice
             .post(
                 "/api/v1/training/runs/prepare",
@@ -920,7 +920,15 @@ async fn source_refs_are_for_allowlisted_teams_and_runs_pin_the_commit() {
     let (s, _) = alice
         .post(
             "/api/v1/training/runs/prepare",
-            json!({"mode": "rl", "teamId": TEAM_ALPHA_ID}),
+            json!({"mode": "rl", "teamId": TEAM_BETA_ID}),
+        )
+        .await;
+    assert_eq!(s, 404);
+    // Team Alpha is allowlisted too (it launched refs before the allowlist existed).
+    let (s, _) = alice
+        .post(
+            "/api/v1/training/runs/prepare",
+            json!({"mode": "rl", "teamId": TEAM_ALPHA_ID, "sourceRef": "feature/x"}),
         )
         .await;
     assert_eq!(s, 404);

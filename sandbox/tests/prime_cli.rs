@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::Client;
 use factory_sandbox::{
     ALICE_USER_ID, CAROL_USER_ID, RESERVED_GPU_TYPE, Sandbox, SandboxHandle, SandboxOptions,
-    TEAM_ALPHA_ID, TEAM_GAMMA_ID,
+    TEAM_ALPHA_ID, TEAM_BETA_ID, TEAM_GAMMA_ID,
 };
 use serde_json::{Value, json};
 
@@ -625,7 +625,7 @@ async fn the_official_cli_agrees_with_reserved_clusters_and_custom_refs() {
     let carol_api = Client::new(&sb, 2);
     let gamma = Prime::as_user(&bin, &sb, 2, Some(TEAM_GAMMA_ID));
     let carol = Prime::as_user(&bin, &sb, 2, None);
-    let alpha = Prime::new(&bin, &sb, Some(TEAM_ALPHA_ID));
+    let beta = Prime::new(&bin, &sb, Some(TEAM_BETA_ID));
     let dave = Prime::as_user(&bin, &sb, 3, None);
     let rl = example("reverse-text_rl.toml");
     let rl = rl.to_str().unwrap();
@@ -710,7 +710,7 @@ async fn the_official_cli_agrees_with_reserved_clusters_and_custom_refs() {
 
     // A team without source-ref access: prepare answers 403 and the CLI stops before creating.
     let creates = sb.create_requests();
-    let refused = alpha
+    let refused = beta
         .run(&[
             "train",
             "run",
