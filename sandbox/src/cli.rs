@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::{ClockMode, Sandbox, SandboxOptions, SeedSource};
+use crate::clock::ClockMode;
+use crate::handle::{Sandbox, SandboxOptions, SeedSource};
 
 /// Run the platform simulator alone.
 #[derive(Debug, clap::Args)]

@@ -12,12 +12,8 @@
 //! The request time (`x-amz-date`) is not compared with the clock: a manual clock is not the
 //! wall clock the client signs with.
 //!
-//! **Inventions** (the API documents none of this; clients must not rely on it):
-//! * the layout under `runs/<run_id>/`: `config.json`, `logs/trainer.log`,
-//!   `checkpoints/step_<n>/model.safetensors` (a real safetensors header, then deterministic
-//!   bytes; 3 MiB + 4 KiB × n, or 256 MiB when the run's name contains `bigckpt`) and
-//!   `checkpoints/step_<n>/trainer_state.json`; checkpoint files appear once READY; all bytes
-//!   are generated on the fly from the run id and never held in memory;
+//! **Inventions** (the API documents none of this; clients must not rely on it; the file layout
+//! the endpoint serves is `crate::outputs`'):
 //! * credentials: random per route call, 1 h for gets, 15 min for puts (the CLI's comment),
 //!   error codes and statuses (`ExpiredToken` 400, `InvalidAccessKeyId`/`AccessDenied`/
 //!   `SignatureDoesNotMatch` 403, `NoSuchKey` 404);
@@ -30,8 +26,7 @@
 // Handlers return a ready-made error `Response` as their `Err`, as in `api`.
 #![allow(clippy::result_large_err)]
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -41,15 +36,16 @@ use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use rand::Rng;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::api::{AppState, Params, auth, check_team, detail, parse_json_body};
 use crate::clock::{iso, plus_secs};
-use crate::seed::Seed;
-use crate::sim;
+use crate::http::{Params, auth, check_team, detail, ok, parse_json_body};
+use crate::outputs::{BLOCK, Content, Object, generated_block, run_objects, run_on_volume};
+use crate::s3_store::{ExpireNow, Issued, Lease, Stored};
+use crate::state::AppState;
 use crate::wire::TransferRoute;
-use crate::world::{Run, Volume, World};
+use crate::world::{Volume, World};
 
 /// The bucket every volume lives in.
 pub(crate) const BUCKET: &str = "sandbox-volumes";
@@ -59,87 +55,6 @@ const GET_TTL_S: f64 = 3600.0;
 const PUT_TTL_S: f64 = 900.0;
 /// Largest PutObject body accepted.
 const MAX_PUT: usize = 512 * 1024 * 1024;
-/// Size of a checkpoint's model file (invented): a few MB …
-const MODEL_BASE_BYTES: u64 = 3 * 1024 * 1024;
-/// … or this, for runs whose name contains `bigckpt` (the throughput case).
-pub(crate) const BIG_MODEL_BYTES: u64 = 256 * 1024 * 1024;
-/// Generated content comes in blocks of this size.
-const BLOCK: u64 = 64 * 1024;
-
-/// Credentials the route issued, checked on every S3 request.
-#[derive(Debug, Clone)]
-pub(crate) struct Issued {
-    secret: String,
-    token: String,
-    expires_at: DateTime<Utc>,
-    /// `<pvc>/…`: keys must start with it.
-    scope: String,
-    write: bool,
-}
-
-#[derive(Debug, Clone)]
-struct Lease {
-    volume_pvc: String,
-    expires_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone)]
-struct Stored {
-    data: Bytes,
-    etag: String,
-    modified: DateTime<Utc>,
-}
-
-/// The endpoint's state: issued credentials, upload leases and uploaded objects (in memory).
-#[derive(Debug, Default)]
-pub(crate) struct S3State {
-    inner: Mutex<Inner>,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    creds: HashMap<String, Issued>,
-    leases: HashMap<String, Lease>,
-    objects: BTreeMap<String, Stored>,
-}
-
-/// One set of transfer credentials the sandbox has issued (for leak checks in tests).
-#[derive(Debug, Clone)]
-pub struct IssuedCredential {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    pub session_token: String,
-}
-
-/// A fault rule's mark: the credentials of this request expire now.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ExpireNow;
-
-impl S3State {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn issued(&self) -> Vec<IssuedCredential> {
-        self.lock()
-            .creds
-            .iter()
-            .map(|(k, v)| IssuedCredential {
-                access_key_id: k.clone(),
-                secret_access_key: v.secret.clone(),
-                session_token: v.token.clone(),
-            })
-            .collect()
-    }
-
-    /// Make every issued credential expire (tests).
-    pub(crate) fn expire_all(&self, now: DateTime<Utc>) {
-        for c in self.lock().creds.values_mut() {
-            c.expires_at = plus_secs(now, -1.0);
-        }
-    }
-}
-
 fn random_token(prefix: &str, len: usize) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::rng();
@@ -264,7 +179,7 @@ pub(crate) fn issue_route(
     };
     inner.creds.insert(akid.clone(), issued.clone());
     drop(inner);
-    crate::api::ok(TransferRoute {
+    ok(TransferRoute {
         via: "r2",
         endpoint: format!("{base_url}/_sandbox/s3"),
         bucket: BUCKET.into(),
@@ -334,160 +249,6 @@ async fn release(
     StatusCode::NO_CONTENT.into_response()
 }
 
-// ---- objects --------------------------------------------------------------------------------
-
-/// What an object's bytes are.
-#[derive(Debug, Clone)]
-enum Content {
-    /// Small generated text or JSON.
-    Inline(Bytes),
-    /// `header` then deterministic bytes seeded by `seed`, `len` in all.
-    Generated { header: Bytes, seed: u64, len: u64 },
-    /// Uploaded.
-    Stored(Bytes),
-}
-
-impl Content {
-    fn len(&self) -> u64 {
-        match self {
-            Content::Inline(b) | Content::Stored(b) => b.len() as u64,
-            Content::Generated { len, .. } => *len,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Object {
-    /// Full key (`<pvc>/runs/…`).
-    key: String,
-    content: Content,
-    etag: String,
-    modified: DateTime<Utc>,
-}
-
-fn etag_of(parts: &[&str]) -> String {
-    format!("\"{}\"", &sim::hex_digest(parts)[..32])
-}
-
-/// Size of the model file of checkpoint `step` (invented).
-pub(crate) fn model_bytes(run: &Run, step: u32) -> u64 {
-    if run.name.as_deref().is_some_and(|n| n.contains("bigckpt")) {
-        BIG_MODEL_BYTES
-    } else {
-        MODEL_BASE_BYTES + 4096 * u64::from(step)
-    }
-}
-
-fn trainer_state(run: &Run, step: u32) -> Bytes {
-    Bytes::from(
-        serde_json::to_vec_pretty(&json!({
-            "_note": "invented by factory-sandbox: the real layout is prime-rl's",
-            "run_id": run.id,
-            "step": step,
-            "model_file": "model.safetensors",
-        }))
-        .unwrap_or_default(),
-    )
-}
-
-/// A safetensors header for one F32 tensor filling the rest of the file.
-fn safetensors_header(total: u64) -> Bytes {
-    // The JSON is padded to a multiple of 8 with spaces, as the format allows.
-    let mut body_len = 0u64;
-    let mut json = String::new();
-    for _ in 0..2 {
-        let data = total.saturating_sub(8 + body_len);
-        let floats = data / 4;
-        json = format!(
-            "{{\"__metadata__\":{{\"format\":\"pt\",\"note\":\"invented by factory-sandbox\"}},\"weight\":{{\"dtype\":\"F32\",\"shape\":[{floats}],\"data_offsets\":[0,{}]}}}}",
-            floats * 4
-        );
-        body_len = (json.len() as u64).div_ceil(8) * 8;
-    }
-    while (json.len() as u64) < body_len {
-        json.push(' ');
-    }
-    let mut out = Vec::with_capacity(8 + json.len());
-    out.extend_from_slice(&(json.len() as u64).to_le_bytes());
-    out.extend_from_slice(json.as_bytes());
-    Bytes::from(out)
-}
-
-/// Bytes on the volume of checkpoint `step` (what the checkpoints API reports as `sizeBytes`).
-pub(crate) fn checkpoint_bytes(run: &Run, step: u32) -> u64 {
-    model_bytes(run, step) + trainer_state(run, step).len() as u64
-}
-
-fn run_on_volume(run: &Run, v: &Volume) -> bool {
-    run.volume.as_deref() == Some(v.name.as_str())
-        && run.team_id == v.team_id
-        && (v.team_id.is_some() || run.user_id == v.user_id)
-}
-
-/// The files a run has written under `runs/<run_id>/` (volume-relative keys), now.
-fn run_objects(run: &Run, seed: &Seed, now: DateTime<Utc>, pvc: &str) -> Vec<Object> {
-    let ph = sim::phase(run, &seed.timings, now);
-    let mut out = Vec::new();
-    if !ph.has_started() {
-        return out;
-    }
-    let base = format!("{pvc}/runs/{}", run.id);
-    let started = ph.started_at.unwrap_or(run.created_at);
-    let config = Bytes::from(serde_json::to_vec_pretty(&run.config).unwrap_or_default());
-    out.push(Object {
-        key: format!("{base}/config.json"),
-        etag: etag_of(&[&run.id, "config"]),
-        content: Content::Inline(config),
-        modified: started,
-    });
-    let mut log = String::new();
-    for k in 0..=ph.steps {
-        log.push_str(&format!(
-            "{} INFO [trainer] step {k}/{} done (sandbox log)\n",
-            iso(sim::step_time(&ph, &seed.timings, k)),
-            sim::max_steps(run, &seed.timings)
-        ));
-    }
-    out.push(Object {
-        key: format!("{base}/logs/trainer.log"),
-        etag: etag_of(&[&run.id, "log", &ph.steps.to_string()]),
-        content: Content::Inline(Bytes::from(log)),
-        modified: ph.last_step_at.unwrap_or(started),
-    });
-    for c in sim::checkpoints(run, seed, now) {
-        if c.status != "READY" {
-            continue;
-        }
-        let k = c.step;
-        let modified = c
-            .uploaded_at
-            .as_deref()
-            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-            .map_or(now, |d| d.with_timezone(&Utc));
-        let dir = format!("{base}/checkpoints/step_{k}");
-        let len = model_bytes(run, k);
-        let seed_n = u64::from_str_radix(&sim::hex_digest(&[&run.id, &k.to_string()])[..16], 16)
-            .unwrap_or(u64::from(k));
-        out.push(Object {
-            key: format!("{dir}/model.safetensors"),
-            etag: etag_of(&[&run.id, &k.to_string(), "model", &len.to_string()]),
-            content: Content::Generated {
-                header: safetensors_header(len),
-                seed: seed_n,
-                len,
-            },
-            modified,
-        });
-        out.push(Object {
-            key: format!("{dir}/trainer_state.json"),
-            etag: etag_of(&[&run.id, &k.to_string(), "state"]),
-            content: Content::Inline(trainer_state(run, k)),
-            modified,
-        });
-    }
-    out
-}
-
 /// Every object in the bucket whose key starts with `prefix`, sorted by key.
 fn objects_under(st: &AppState, prefix: &str) -> Vec<Object> {
     let now = st.now();
@@ -527,14 +288,6 @@ fn objects_under(st: &AppState, prefix: &str) -> Vec<Object> {
 
 fn find_object(st: &AppState, key: &str) -> Option<Object> {
     objects_under(st, key).into_iter().find(|o| o.key == key)
-}
-
-/// Files a run has written on its volume, as `/_sandbox/volumes/{name}/files` lists them.
-pub(crate) fn volume_files(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Value> {
-    run_objects(run, seed, now, "")
-        .into_iter()
-        .map(|o| json!({"path": o.key.trim_start_matches('/'), "size": o.content.len()}))
-        .collect()
 }
 
 /// Feed the bytes of the object at volume-relative `path` on the volume named `volume` (the
@@ -588,26 +341,6 @@ fn generated_stream(
             Some((Ok(chunk), block_start + to as u64))
         }
     })
-}
-
-/// One `BLOCK` of generated content starting at `block_start` (a multiple of `BLOCK`).
-fn generated_block(header: &[u8], seed: u64, block_start: u64) -> Vec<u8> {
-    let mut out = vec![0u8; BLOCK as usize];
-    let mut state = seed ^ block_start.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    for chunk in out.chunks_exact_mut(8) {
-        // splitmix64
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
-    }
-    let h = header.len() as u64;
-    if block_start < h {
-        let n = (h - block_start).min(BLOCK) as usize;
-        out[..n].copy_from_slice(&header[block_start as usize..block_start as usize + n]);
-    }
-    out
 }
 
 // ---- errors and auth ------------------------------------------------------------------------
@@ -1183,6 +916,7 @@ async fn put_object(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outputs::safetensors_header;
 
     #[test]
     fn generated_content_is_the_same_whatever_the_range() {

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 
 /// API key of the first seeded user (Alice): a member of both seeded teams.
 pub const ALICE_API_KEY: &str = "sandbox-key-alice-0001";
@@ -17,10 +17,33 @@ pub const BOB_API_KEY: &str = "sandbox-key-bob-0002";
 pub const ALICE_USER_ID: &str = "cuseralice000000000000001";
 /// Bob's user id.
 pub const BOB_USER_ID: &str = "cuserbob00000000000000002";
-/// The first seeded team (Alice is ADMIN; Bob is not a member).
+/// The first seeded team (Alice is ADMIN; Bob is not a member); custom source refs allowed.
 pub const TEAM_ALPHA_ID: &str = "cteamalpha000000000000001";
-/// The second seeded team (Alice is MEMBER, Bob is ADMIN).
+/// The second seeded team (Alice is MEMBER, Bob is ADMIN); custom source refs refused (403).
 pub const TEAM_BETA_ID: &str = "cteambeta0000000000000002";
+/// API key of the third seeded user (Carol): the only member of Team Gamma.
+pub const CAROL_API_KEY: &str = "sandbox-key-carol-0003";
+/// Carol's user id.
+pub const CAROL_USER_ID: &str = "cusercarol000000000000003";
+/// The third seeded team (Carol is ADMIN): a reserved cluster of [`RESERVED_GPU_TYPE`] and
+/// custom source refs (`sourceRef`) allowed.
+pub const TEAM_GAMMA_ID: &str = "cteamgamma000000000000003";
+/// API key of the fourth seeded user (Dave): no team, and no on-demand beta access.
+pub const DAVE_API_KEY: &str = "sandbox-key-dave-0004";
+/// Dave's user id.
+pub const DAVE_USER_ID: &str = "cuserdave0000000000000004";
+/// The GPU type of Team Gamma's reserved cluster: it has no on-demand offer.
+pub const RESERVED_GPU_TYPE: &str = "A100_80GB";
+/// Team Gamma's reserved cluster.
+pub const GAMMA_CLUSTER_ID: &str = "cclustera100000000000004";
+/// Team Gamma's volume that holds the weights of an uncached model ([`GAMMA_VOLUME_MODEL`]).
+pub const GAMMA_WEIGHTS_VOLUME: &str = "gamma-weights";
+/// The model whose weights are on [`GAMMA_WEIGHTS_VOLUME`] (on the Hub, cached nowhere).
+pub const GAMMA_VOLUME_MODEL: &str = "Qwen/Qwen3-1.7B";
+/// A model on the Hugging Face Hub that no cluster caches (downloads at start on on-demand).
+pub const HUB_MODEL: &str = "Qwen/Qwen3-1.7B";
+/// A gated Hub model that no cluster caches: without `HF_TOKEN` a run of it fails at start.
+pub const GATED_HUB_MODEL: &str = "meta-llama/Llama-3.2-1B-Instruct";
 
 /// Everything the sandbox starts with.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,6 +58,9 @@ pub struct Seed {
     pub runs: Vec<SeedRun>,
     #[serde(default)]
     pub timings: Timings,
+    /// Models on the Hugging Face Hub that are not in the trainable list (invention).
+    #[serde(default)]
+    pub hub_models: Vec<SeedHubModel>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,6 +70,13 @@ pub struct SeedUser {
     pub email: String,
     pub slug: String,
     pub api_key: String,
+    /// `onDemandBetaAccess` of the personal account: without it, on-demand runs are 403.
+    #[serde(default = "yes")]
+    pub on_demand_beta_access: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,6 +87,43 @@ pub struct SeedTeam {
     /// ISO-8601.
     pub created_at: String,
     pub members: Vec<SeedMember>,
+    /// May dispatch with a custom `sourceRef` (the platform's allowlist); others get 403.
+    #[serde(default)]
+    pub source_ref_access: bool,
+    /// `onDemandBetaAccess` of the team: without it, on-demand runs are 403.
+    #[serde(default = "yes")]
+    pub on_demand_beta_access: bool,
+    /// Clusters reserved for this team (visible and usable only with its `team_id`).
+    #[serde(default)]
+    pub reserved_clusters: Vec<SeedReservedCluster>,
+}
+
+/// A cluster reserved for one team, with the models cached on it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SeedReservedCluster {
+    pub cluster_id: String,
+    pub cluster_name: String,
+    pub gpu_type: String,
+    #[serde(default = "default_memory_gb")]
+    pub memory_gb: f64,
+    /// Models whose weights are cached on the cluster (the only ones it can run without
+    /// weights on a volume).
+    #[serde(default)]
+    pub cached_models: Vec<String>,
+}
+
+fn default_memory_gb() -> f64 {
+    80.0
+}
+
+/// A model that exists on the Hugging Face Hub but is cached on no cluster: on-demand runs
+/// download it at start; a gated one needs `HF_TOKEN`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SeedHubModel {
+    pub name: String,
+    pub params_b: f64,
+    #[serde(default)]
+    pub gated: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +168,9 @@ pub struct SeedVolume {
     pub team_id: Option<String>,
     #[serde(default = "default_volume_size")]
     pub size: String,
+    /// Models whose weights are on the volume (under `models/<name>/`; invention).
+    #[serde(default)]
+    pub models: Vec<String>,
 }
 
 fn default_volume_size() -> String {
@@ -190,6 +263,7 @@ impl Default for Seed {
                 email: "alice@sandbox.invalid".into(),
                 slug: "alice".into(),
                 api_key: ALICE_API_KEY.into(),
+                on_demand_beta_access: true,
             },
             SeedUser {
                 id: BOB_USER_ID.into(),
@@ -197,6 +271,23 @@ impl Default for Seed {
                 email: "bob@sandbox.invalid".into(),
                 slug: "bob".into(),
                 api_key: BOB_API_KEY.into(),
+                on_demand_beta_access: true,
+            },
+            SeedUser {
+                id: CAROL_USER_ID.into(),
+                name: "Carol Sandbox".into(),
+                email: "carol@sandbox.invalid".into(),
+                slug: "carol".into(),
+                api_key: CAROL_API_KEY.into(),
+                on_demand_beta_access: true,
+            },
+            SeedUser {
+                id: DAVE_USER_ID.into(),
+                name: "Dave Sandbox".into(),
+                email: "dave@sandbox.invalid".into(),
+                slug: "dave".into(),
+                api_key: DAVE_API_KEY.into(),
+                on_demand_beta_access: false,
             },
         ];
         let teams = vec![
@@ -209,6 +300,10 @@ impl Default for Seed {
                     user_id: ALICE_USER_ID.into(),
                     role: "ADMIN".into(),
                 }],
+                // Team Alpha kept every ref it could launch before the allowlist existed.
+                source_ref_access: true,
+                on_demand_beta_access: true,
+                reserved_clusters: Vec::new(),
             },
             SeedTeam {
                 id: TEAM_BETA_ID.into(),
@@ -225,6 +320,31 @@ impl Default for Seed {
                         role: "MEMBER".into(),
                     },
                 ],
+                source_ref_access: false,
+                on_demand_beta_access: true,
+                reserved_clusters: Vec::new(),
+            },
+            SeedTeam {
+                id: TEAM_GAMMA_ID.into(),
+                name: "Team Gamma".into(),
+                slug: "team-gamma".into(),
+                created_at: "2026-03-04T05:06:07.000Z".into(),
+                members: vec![SeedMember {
+                    user_id: CAROL_USER_ID.into(),
+                    role: "ADMIN".into(),
+                }],
+                source_ref_access: true,
+                on_demand_beta_access: true,
+                reserved_clusters: vec![SeedReservedCluster {
+                    cluster_id: GAMMA_CLUSTER_ID.into(),
+                    cluster_name: "gamma-a100-reserved".into(),
+                    gpu_type: RESERVED_GPU_TYPE.into(),
+                    memory_gb: 80.0,
+                    cached_models: vec![
+                        "PrimeIntellect/Qwen3-0.6B".into(),
+                        "Qwen/Qwen3-4B-Base".into(),
+                    ],
+                }],
             },
         ];
         let models = vec![
@@ -298,14 +418,32 @@ impl Default for Seed {
                 discount_label: None,
             },
         ];
+        let hub = |name: &str, params_b: f64, gated: bool| SeedHubModel {
+            name: name.into(),
+            params_b,
+            gated,
+        };
+        let hub_models = vec![
+            hub(HUB_MODEL, 1.7, false),
+            hub("Qwen/Qwen3-4B-Base", 4.0, false),
+            hub(GATED_HUB_MODEL, 1.2, true),
+        ];
+        let volumes = vec![SeedVolume {
+            name: GAMMA_WEIGHTS_VOLUME.into(),
+            user_id: CAROL_USER_ID.into(),
+            team_id: Some(TEAM_GAMMA_ID.into()),
+            size: "1Ti".into(),
+            models: vec![GAMMA_VOLUME_MODEL.into()],
+        }];
         Self {
             users,
             teams,
             models,
             gpus,
-            volumes: Vec::new(),
+            volumes,
             runs: Vec::new(),
             timings: Timings::default(),
+            hub_models,
         }
     }
 }
@@ -324,6 +462,7 @@ struct SeedFile {
     volumes: Option<Vec<SeedVolume>>,
     runs: Option<Vec<SeedRun>>,
     timings: Option<Timings>,
+    hub_models: Option<Vec<SeedHubModel>>,
 }
 
 fn merge<T>(base: &mut Vec<T>, extra: Vec<T>, key: impl Fn(&T) -> String) {
@@ -363,6 +502,7 @@ impl Seed {
                 volumes: file.volumes.unwrap_or_default(),
                 runs: file.runs.unwrap_or_default(),
                 timings: file.timings.unwrap_or_default(),
+                hub_models: file.hub_models.unwrap_or_default(),
             }),
             "extend" => {
                 merge(&mut self.users, file.users.unwrap_or_default(), |u| {
@@ -380,6 +520,11 @@ impl Seed {
                 merge(&mut self.volumes, file.volumes.unwrap_or_default(), |v| {
                     v.name.clone()
                 });
+                merge(
+                    &mut self.hub_models,
+                    file.hub_models.unwrap_or_default(),
+                    |m| m.name.clone(),
+                );
                 self.runs.extend(file.runs.unwrap_or_default());
                 if let Some(t) = file.timings {
                     self.timings = t;
@@ -412,5 +557,43 @@ impl Seed {
 
     pub(crate) fn gpu(&self, gpu_type: &str) -> Option<&SeedGpu> {
         self.gpus.iter().find(|g| g.gpu_type == gpu_type)
+    }
+
+    pub(crate) fn team(&self, id: &str) -> Option<&SeedTeam> {
+        self.teams.iter().find(|t| t.id == id)
+    }
+
+    pub(crate) fn hub_model(&self, name: &str) -> Option<&SeedHubModel> {
+        self.hub_models.iter().find(|m| m.name == name)
+    }
+
+    /// The clusters reserved for the account (`None`: a personal account has none).
+    pub(crate) fn reserved_clusters(&self, team_id: Option<&str>) -> &[SeedReservedCluster] {
+        team_id
+            .and_then(|t| self.team(t))
+            .map_or(&[], |t| t.reserved_clusters.as_slice())
+    }
+
+    /// The account's `onDemandBetaAccess`: the team's with a team, else the user's.
+    pub(crate) fn on_demand_access(&self, user: &SeedUser, team_id: Option<&str>) -> bool {
+        match team_id.and_then(|t| self.team(t)) {
+            Some(t) => t.on_demand_beta_access,
+            None => user.on_demand_beta_access,
+        }
+    }
+
+    /// Whether the account may dispatch a custom `sourceRef`: team runs of allowlisted teams
+    /// the user belongs to, never a personal account.
+    pub(crate) fn may_use_source_ref(&self, user_id: &str, team_id: Option<&str>) -> bool {
+        team_id.is_some_and(|t| {
+            self.is_member(user_id, t) && self.team(t).is_some_and(|t| t.source_ref_access)
+        })
+    }
+
+    /// Parameter count (billions) of a model: trainable or on the Hub.
+    pub(crate) fn params_b(&self, name: &str) -> Option<f64> {
+        self.model(name)
+            .map(|m| m.params_b)
+            .or_else(|| self.hub_model(name).map(|m| m.params_b))
     }
 }

@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::{iso, plus_secs, secs_between};
 use crate::seed::{Seed, Timings};
-use crate::wire::{Checkpoint, EnvServer, FailureAnalysis, Progress, RlRun};
-use crate::world::{FailCause, Run, Scenario};
+use crate::wire::{EnvServer, FailureAnalysis, Progress, RlRun};
+use crate::world::{FailCause, Run, Scenario, Weights};
 
 /// A deterministic number in [0, 1) for (run, tag, n).
 pub(crate) fn unit(run_id: &str, tag: &str, n: u64) -> f64 {
@@ -61,8 +61,8 @@ fn cfg_str(config: &Value, path: &[&str]) -> Option<String> {
 /// An environment named in the config.
 #[derive(Debug, Clone)]
 pub(crate) struct EnvRef {
-    pub name: String,
-    pub id: String,
+    pub(crate) name: String,
+    pub(crate) id: String,
 }
 
 pub(crate) fn environments(config: &Value) -> Vec<EnvRef> {
@@ -106,7 +106,7 @@ pub(crate) fn max_steps(run: &Run, t: &Timings) -> u32 {
         .unwrap_or(t.default_max_steps)
 }
 
-fn ckpt_interval(run: &Run, t: &Timings) -> u32 {
+pub(crate) fn ckpt_interval(run: &Run, t: &Timings) -> u32 {
     cfg_u64(&run.config, &["ckpt", "interval"])
         .or_else(|| cfg_u64(&run.config, &["trainer", "ckpt", "interval"]))
         .map(|n| n.clamp(1, 1_000_000) as u32)
@@ -137,15 +137,42 @@ pub(crate) fn gpu_counts(config: &Value, sft: bool) -> (u32, u32) {
     (train.max(1), infer)
 }
 
-/// Decides a new run's scenario from its config (the triggers are listed in the README).
-pub(crate) fn classify(
-    seed: &Seed,
-    config: &Value,
-    name: Option<&str>,
-    gpu_type: &str,
-    train_gpus: u32,
-) -> Scenario {
-    let lname = name.unwrap_or("").to_ascii_lowercase();
+/// What decides a new run's scenario (resolved by `crate::builder`).
+pub(crate) struct Launch<'a> {
+    pub(crate) config: &'a Value,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) gpu_type: &'a str,
+    pub(crate) train_gpus: u32,
+    /// GPU memory of the capacity the run is on (GB).
+    pub(crate) memory_gb: f64,
+    /// False when the GPU type has no capacity now (the run stays queued).
+    pub(crate) available_now: bool,
+    /// Where the weights come from, or why the run cannot have them.
+    pub(crate) weights: Result<Weights, (FailCause, String)>,
+    /// Parameter count (billions), when the model is known.
+    pub(crate) params_b: Option<f64>,
+    pub(crate) source_ref: Option<&'a str>,
+}
+
+/// The sandbox's trigger for code that fails to import: a `sourceRef` containing `broken`.
+pub(crate) fn is_broken_ref(source_ref: &str) -> bool {
+    source_ref.to_ascii_lowercase().contains("broken")
+}
+
+/// The commit a `sourceRef` resolves to: a full sha is itself; a branch or tag, a stable
+/// made-up sha (invention).
+pub(crate) fn source_commit(source_ref: &str) -> String {
+    if source_ref.len() == 40 && source_ref.bytes().all(|b| b.is_ascii_hexdigit()) {
+        source_ref.to_ascii_lowercase()
+    } else {
+        hex_digest(&["source", source_ref])[..40].to_string()
+    }
+}
+
+/// Decides a new run's scenario (the triggers are listed in the README).
+pub(crate) fn classify(l: &Launch<'_>) -> Scenario {
+    let lname = l.name.unwrap_or("").to_ascii_lowercase();
+    let gpu_type = l.gpu_type;
     if lname.contains("queued") {
         return Scenario::Queued {
             reason: "Waiting for GPU capacity (sandbox trigger: run name contains \"queued\")"
@@ -153,22 +180,25 @@ pub(crate) fn classify(
             runs_ahead: 3,
         };
     }
-    if let Some(g) = seed.gpu(gpu_type)
-        && !g.available_now
-    {
+    if !l.available_now {
         return Scenario::Queued {
             reason: format!("No {gpu_type} capacity is available right now"),
             runs_ahead: 2,
         };
     }
-    let model = model_name(config).unwrap_or_default();
-    let Some(m) = seed.model(&model) else {
+    if let Some(r) = l.source_ref.filter(|r| is_broken_ref(r)) {
         return Scenario::Failed {
-            cause: FailCause::UnknownModel,
-            detail: model,
+            cause: FailCause::ImportError,
+            detail: r.to_string(),
         };
-    };
-    if let Some(env) = environments(config)
+    }
+    if let Err((cause, detail)) = &l.weights {
+        return Scenario::Failed {
+            cause: *cause,
+            detail: detail.clone(),
+        };
+    }
+    if let Some(env) = environments(l.config)
         .into_iter()
         .find(|e| e.id.contains("fail-unknown-env") || e.name.contains("fail-unknown-env"))
     {
@@ -177,9 +207,10 @@ pub(crate) fn classify(
             detail: env.id,
         };
     }
-    let mem = seed.gpu(gpu_type).map(|g| g.memory_gb).unwrap_or(80.0);
+    let model = model_name(l.config).unwrap_or_default();
+    let (mem, train_gpus) = (l.memory_gb, l.train_gpus);
     // Full fine-tuning with Adam needs about 16 bytes per parameter (invention of scale).
-    let need_per_gpu = m.params_b * 16.0 / f64::from(train_gpus.max(1));
+    let need_per_gpu = l.params_b.unwrap_or(0.0) * 16.0 / f64::from(train_gpus.max(1));
     if lname.contains("oom") || need_per_gpu > mem {
         return Scenario::Failed {
             cause: FailCause::Oom,
@@ -199,17 +230,17 @@ pub(crate) fn classify(
 /// A run's state at one instant.
 #[derive(Debug, Clone)]
 pub(crate) struct Phase {
-    pub status: &'static str,
+    pub(crate) status: &'static str,
     /// Completed training steps.
-    pub steps: u32,
-    pub started_at: Option<DateTime<Utc>>,
-    pub completed_at: Option<DateTime<Utc>>,
-    pub last_step_at: Option<DateTime<Utc>>,
+    pub(crate) steps: u32,
+    pub(crate) started_at: Option<DateTime<Utc>>,
+    pub(crate) completed_at: Option<DateTime<Utc>>,
+    pub(crate) last_step_at: Option<DateTime<Utc>>,
     /// When the run starts (or would start) RUNNING.
-    pub t_run: DateTime<Utc>,
+    pub(crate) t_run: DateTime<Utc>,
     /// The instant the content is computed for (now, or the end of the run).
-    pub effective: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub(crate) effective: DateTime<Utc>,
+    pub(crate) updated_at: DateTime<Utc>,
 }
 
 impl Phase {
@@ -328,7 +359,7 @@ fn failure(run: &Run) -> Option<(String, FailureAnalysis)> {
             format!("Model '{detail}' is not available for hosted training"),
             FailureAnalysis {
                 root_cause: format!(
-                    "The base model '{detail}' is not in the list of trainable models (prime train models)."
+                    "The base model '{detail}' is neither in the list of trainable models (prime train models) nor on the Hugging Face Hub."
                 ),
                 evidence: vec![format!(
                     "trainer: OSError: {detail} is not a valid model identifier"
@@ -350,8 +381,52 @@ fn failure(run: &Run) -> Option<(String, FailureAnalysis)> {
                 category: "RUN_ISSUE",
             },
         ),
+        FailCause::GatedModel => (
+            format!("Cannot download gated model '{detail}': no HF_TOKEN was provided"),
+            FailureAnalysis {
+                root_cause: format!(
+                    "'{detail}' is not cached on the cluster, so its weights are downloaded from the Hugging Face Hub at start; the repository is gated and the run had no HF_TOKEN. Launch again with HF_TOKEN (prime train run -e HF_TOKEN) from an account that has access to the repository."
+                ),
+                evidence: vec![format!(
+                    "trainer: huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url https://huggingface.co/{detail}/resolve/main/config.json."
+                )],
+                confidence: 0.95,
+                category: "RUN_ISSUE",
+            },
+        ),
+        FailCause::NoWeights => (
+            format!("No weights for {detail}: the model is not cached there and no volume holds them"),
+            FailureAnalysis {
+                root_cause: format!(
+                    "Reserved clusters do not download weights: {detail} needs the model cached on the cluster (prime train models) or its weights on the run's volume."
+                ),
+                evidence: vec![format!(
+                    "trainer: OSError: no cached weights for {detail} and no volume with them"
+                )],
+                confidence: 0.9,
+                category: "RUN_ISSUE",
+            },
+        ),
+        FailCause::ImportError => {
+            let commit = source_commit(detail);
+            (
+                format!("ImportError: {IMPORT_ERROR}"),
+                FailureAnalysis {
+                    root_cause: format!(
+                        "The prime-rl code at source ref '{detail}' (commit {}) fails to import ({IMPORT_ERROR}). This is a code error, not a config error: fix the code and launch with a new ref.",
+                        &commit[..12]
+                    ),
+                    evidence: vec![format!("trainer: ImportError: {IMPORT_ERROR}")],
+                    confidence: 0.92,
+                    category: "CODE_ISSUE",
+                },
+            )
+        }
     })
 }
+
+/// The import error of a broken source ref (invented).
+const IMPORT_ERROR: &str = "cannot import name 'compute_loss' from 'prime_rl.trainer.rl.loss' (/app/src/prime_rl/trainer/rl/loss.py)";
 
 fn opt_f64(v: Option<&Value>) -> Option<f64> {
     v.and_then(Value::as_f64)
@@ -423,10 +498,7 @@ pub(crate) fn run_wire(run: &Run, seed: &Seed, now: DateTime<Utc>) -> RlRun {
         queue_reason,
         notice,
         error_message: fail.as_ref().map(|(m, _)| m.clone()),
-        source_commit: run
-            .source_ref
-            .as_deref()
-            .map(|r| hex_digest(&["source", r])[..40].to_string()),
+        source_commit: run.source_ref.as_deref().map(source_commit),
         started_at: ph.started_at.map(iso),
         completed_at: ph.completed_at.map(iso),
         failure_analysis: fail.map(|(_, a)| a),
@@ -439,11 +511,11 @@ pub(crate) fn run_wire(run: &Run, seed: &Seed, now: DateTime<Utc>) -> RlRun {
 
 #[derive(Debug, Clone)]
 pub(crate) struct LogLine {
-    pub ts: DateTime<Utc>,
-    pub component: &'static str,
-    pub env: Option<String>,
-    pub level: &'static str,
-    pub text: String,
+    pub(crate) ts: DateTime<Utc>,
+    pub(crate) component: &'static str,
+    pub(crate) env: Option<String>,
+    pub(crate) level: &'static str,
+    pub(crate) text: String,
 }
 
 fn json_line(ts: DateTime<Utc>, level: &str, tag: &str, message: &str, extra: Value) -> String {
@@ -458,40 +530,109 @@ pub(crate) fn primary_component(run: &Run) -> &'static str {
     if run.sft { "trainer" } else { "orchestrator" }
 }
 
-/// Every log line the run has produced up to `now`, oldest first.
-pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
-    let t = &seed.timings;
-    let ph = phase(run, t, now);
-    let mut out = Vec::new();
-    let Some(t0) = ph.started_at else {
-        return out;
-    };
-    let mut push = |ts, component, env: Option<&str>, level, text: String| {
-        out.push(LogLine {
+/// Log lines as the steps below write them.
+struct LogBook(Vec<LogLine>);
+
+impl LogBook {
+    fn push(
+        &mut self,
+        ts: DateTime<Utc>,
+        component: &'static str,
+        env: Option<&str>,
+        level: &'static str,
+        text: String,
+    ) {
+        self.0.push(LogLine {
             ts,
             component,
             env: env.map(str::to_string),
             level,
             text,
-        })
-    };
-    let id = &run.id;
-    let model = model_name(&run.config).unwrap_or_else(|| "?".into());
-    let gpu = run.gpu_type.clone().unwrap_or_default();
-    let envs = environments(&run.config);
-    let has_orch = !run.sft || eval_interval(&run.config).is_some();
-    let has_inf = run.infer_gpus > 0;
+        });
+    }
+}
 
-    // Start-up.
+/// What every step of [`logs`] needs to know about the run.
+struct LogCtx<'a> {
+    run: &'a Run,
+    t: &'a Timings,
+    ph: Phase,
+    /// When the run started RUNNING.
+    t0: DateTime<Utc>,
+    model: String,
+    envs: Vec<EnvRef>,
+    has_orch: bool,
+    has_inf: bool,
+}
+
+/// The trainer's line for weights fetched at start.
+fn hub_download_line(ts: DateTime<Utc>, model: &str) -> String {
+    let msg = format!(
+        "Model {model} is not cached on this cluster; downloading weights from the Hugging Face Hub (https://huggingface.co/{model})"
+    );
+    json_line(ts, "INFO", "trainer", &msg, json!({}))
+}
+
+/// Every log line the run has produced up to `now`, oldest first.
+pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
+    let t = &seed.timings;
+    let ph = phase(run, t, now);
+    let Some(t0) = ph.started_at else {
+        return Vec::new();
+    };
+    let cx = LogCtx {
+        run,
+        t,
+        t0,
+        model: model_name(&run.config).unwrap_or_else(|| "?".into()),
+        envs: environments(&run.config),
+        has_orch: !run.sft || eval_interval(&run.config).is_some(),
+        has_inf: run.infer_gpus > 0,
+        ph,
+    };
+    let mut book = LogBook(Vec::new());
+    startup_lines(&mut book, &cx);
+    if let (Scenario::Failed { cause, detail }, "FAILED") = (&run.scenario, cx.ph.status) {
+        failure_lines(
+            &mut book,
+            &cx,
+            *cause,
+            detail,
+            cx.ph.completed_at.unwrap_or(now),
+        );
+        return book.0;
+    }
+    step_lines(&mut book, &cx);
+    ending_lines(&mut book, &cx);
+    // A stalled run logs nothing more: the last line stays the last step's.
+    let mut out = book.0;
+    out.sort_by_key(|l| l.ts);
+    out
+}
+
+/// Start-up: the orchestrator, trainer, inference server and env servers come up.
+fn startup_lines(book: &mut LogBook, cx: &LogCtx<'_>) {
+    let LogCtx {
+        run,
+        t0,
+        model,
+        envs,
+        has_orch,
+        has_inf,
+        ..
+    } = cx;
+    let (t0, has_orch, has_inf) = (*t0, *has_orch, *has_inf);
+    let id = &run.id;
+    let gpu = run.gpu_type.clone().unwrap_or_default();
     if has_orch {
-        push(
+        book.push(
             t0,
             "orchestrator",
             None,
             "INFO",
             format!("Starting orchestrator for run {id}"),
         );
-        push(
+        book.push(
             t0,
             "orchestrator",
             None,
@@ -504,7 +645,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
                 json!({}),
             ),
         );
-        push(
+        book.push(
             t0,
             "orchestrator",
             None,
@@ -518,7 +659,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             ),
         );
     }
-    push(
+    book.push(
         t0,
         "trainer",
         None,
@@ -528,8 +669,36 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             run.train_gpus
         ),
     );
+    if let Some(r) = &run.source_ref {
+        let msg = format!(
+            "Overlaying prime-rl source ref {r} (commit {}) onto the image",
+            source_commit(r)
+        );
+        book.push(
+            t0,
+            "trainer",
+            None,
+            "INFO",
+            json_line(t0, "INFO", "trainer", &msg, json!({})),
+        );
+    }
+    match &run.weights {
+        Weights::Cached => {}
+        Weights::Hub => book.push(t0, "trainer", None, "INFO", hub_download_line(t0, model)),
+        Weights::Volume { volume } => {
+            let msg =
+                format!("Loading weights for {model} from volume '{volume}' (models/{model})");
+            book.push(
+                t0,
+                "trainer",
+                None,
+                "INFO",
+                json_line(t0, "INFO", "trainer", &msg, json!({})),
+            );
+        }
+    }
     if let Some(from) = &run.resume_from {
-        push(
+        book.push(
             t0,
             "trainer",
             None,
@@ -544,7 +713,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
         );
     }
     if has_inf {
-        push(
+        book.push(
             t0,
             "inference",
             None,
@@ -552,8 +721,8 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             "INFO:     vLLM server ready on 0.0.0.0:8000".into(),
         );
     }
-    for e in &envs {
-        push(
+    for e in envs.iter() {
+        book.push(
             t0,
             "env-server",
             Some(&e.name),
@@ -561,70 +730,35 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             format!("env-server {} listening (taskset {})", e.name, e.id),
         );
     }
+}
 
-    // Failure.
-    if let (Scenario::Failed { cause, detail }, "FAILED") = (&run.scenario, ph.status) {
-        let at = ph.completed_at.unwrap_or(now);
-        match cause {
-            FailCause::Oom => {
-                push(at, "trainer", None, "ERROR", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.12 GiB is free.".into());
-                push(
+/// The lines of a run that fails at `at`, by cause.
+fn failure_lines(
+    book: &mut LogBook,
+    cx: &LogCtx<'_>,
+    cause: FailCause,
+    detail: &str,
+    at: DateTime<Utc>,
+) {
+    let has_orch = cx.has_orch;
+    match cause {
+        FailCause::Oom => {
+            book.push(at, "trainer", None, "ERROR", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.12 GiB is free.".into());
+            book.push(
+                at,
+                "trainer",
+                None,
+                "ERROR",
+                json_line(
                     at,
-                    "trainer",
-                    None,
                     "ERROR",
-                    json_line(
-                        at,
-                        "ERROR",
-                        "trainer",
-                        "Training failed: torch.OutOfMemoryError: CUDA out of memory",
-                        json!({"exception": format!("Traceback (most recent call last):\n  File \"prime_rl/trainer/train.py\", line 212, in train\ntorch.OutOfMemoryError: CUDA out of memory ({detail})")}),
-                    ),
-                );
-                if has_orch {
-                    push(
-                        at,
-                        "orchestrator",
-                        None,
-                        "ERROR",
-                        json_line(
-                            at,
-                            "ERROR",
-                            "orchestrator",
-                            "Trainer exited with code 1",
-                            json!({}),
-                        ),
-                    );
-                }
-            }
-            FailCause::UnknownModel => {
-                push(
-                    at,
                     "trainer",
-                    None,
-                    "ERROR",
-                    format!(
-                        "OSError: {detail} is not a valid model identifier listed on 'https://huggingface.co/models'"
-                    ),
-                );
-                if has_orch {
-                    push(
-                        at,
-                        "orchestrator",
-                        None,
-                        "ERROR",
-                        json_line(
-                            at,
-                            "ERROR",
-                            "orchestrator",
-                            &format!("Could not load model {detail}"),
-                            json!({}),
-                        ),
-                    );
-                }
-            }
-            FailCause::UnknownEnv => {
-                push(
+                    "Training failed: torch.OutOfMemoryError: CUDA out of memory",
+                    json!({"exception": format!("Traceback (most recent call last):\n  File \"prime_rl/trainer/train.py\", line 212, in train\ntorch.OutOfMemoryError: CUDA out of memory ({detail})")}),
+                ),
+            );
+            if has_orch {
+                book.push(
                     at,
                     "orchestrator",
                     None,
@@ -633,42 +767,168 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
                         at,
                         "ERROR",
                         "orchestrator",
-                        &format!("ValueError: Unknown environment '{detail}'"),
+                        "Trainer exited with code 1",
                         json!({}),
                     ),
                 );
-                push(
+            }
+        }
+        FailCause::UnknownModel => {
+            book.push(
+                at,
+                "trainer",
+                None,
+                "ERROR",
+                format!(
+                    "OSError: {detail} is not a valid model identifier listed on 'https://huggingface.co/models'"
+                ),
+            );
+            if has_orch {
+                book.push(
                     at,
-                    "env-server",
-                    Some(detail),
-                    "ERROR",
-                    format!(
-                        "ModuleNotFoundError: No module named '{}'",
-                        detail.replace(['/', '-'], "_")
-                    ),
-                );
-                push(
-                    at,
-                    "trainer",
+                    "orchestrator",
                     None,
                     "ERROR",
-                    "Orchestrator failed; shutting down trainer".into(),
+                    json_line(
+                        at,
+                        "ERROR",
+                        "orchestrator",
+                        &format!("Could not load model {detail}"),
+                        json!({}),
+                    ),
                 );
             }
         }
-        return out;
+        FailCause::GatedModel => {
+            book.push(at, "trainer", None, "INFO", hub_download_line(at, detail));
+            book.push(
+                at,
+                "trainer",
+                None,
+                "ERROR",
+                format!(
+                    "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url https://huggingface.co/{detail}/resolve/main/config.json. Access to model {detail} is restricted. You must have access to it and be authenticated to access it. Please log in."
+                ),
+            );
+            let msg = format!(
+                "Could not download weights for {detail}: the repository is gated and the run has no HF_TOKEN (launch with -e HF_TOKEN)"
+            );
+            book.push(
+                at,
+                "trainer",
+                None,
+                "ERROR",
+                json_line(at, "ERROR", "trainer", &msg, json!({})),
+            );
+            if has_orch {
+                book.push(
+                    at,
+                    "orchestrator",
+                    None,
+                    "ERROR",
+                    json_line(
+                        at,
+                        "ERROR",
+                        "orchestrator",
+                        "Trainer exited with code 1",
+                        json!({}),
+                    ),
+                );
+            }
+        }
+        FailCause::NoWeights => {
+            let msg = format!(
+                "OSError: no cached weights for {detail} and no volume with them; reserved clusters do not download from the Hugging Face Hub"
+            );
+            book.push(at, "trainer", None, "ERROR", msg.clone());
+            if has_orch {
+                book.push(
+                    at,
+                    "orchestrator",
+                    None,
+                    "ERROR",
+                    json_line(at, "ERROR", "orchestrator", &msg, json!({})),
+                );
+            }
+        }
+        FailCause::ImportError => {
+            let traceback = [
+                "Traceback (most recent call last):".to_string(),
+                "  File \"/app/src/prime_rl/trainer/rl/train.py\", line 12, in <module>".into(),
+                "    from prime_rl.trainer.rl.loss import compute_loss".into(),
+                format!("ImportError: {IMPORT_ERROR}"),
+            ];
+            for line in traceback {
+                book.push(at, "trainer", None, "ERROR", line);
+            }
+            if has_orch {
+                let msg = format!("ImportError: {IMPORT_ERROR} (source ref {detail})");
+                book.push(
+                    at,
+                    "orchestrator",
+                    None,
+                    "ERROR",
+                    json_line(at, "ERROR", "orchestrator", &msg, json!({})),
+                );
+            }
+        }
+        FailCause::UnknownEnv => {
+            book.push(
+                at,
+                "orchestrator",
+                None,
+                "ERROR",
+                json_line(
+                    at,
+                    "ERROR",
+                    "orchestrator",
+                    &format!("ValueError: Unknown environment '{detail}'"),
+                    json!({}),
+                ),
+            );
+            book.push(
+                at,
+                "env-server",
+                Some(detail),
+                "ERROR",
+                format!(
+                    "ModuleNotFoundError: No module named '{}'",
+                    detail.replace(['/', '-'], "_")
+                ),
+            );
+            book.push(
+                at,
+                "trainer",
+                None,
+                "ERROR",
+                "Orchestrator failed; shutting down trainer".into(),
+            );
+        }
     }
+}
 
-    // Steps.
+/// One block per completed step: progress, losses, checkpoints, inference and env servers.
+fn step_lines(book: &mut LogBook, cx: &LogCtx<'_>) {
+    let LogCtx {
+        run,
+        t,
+        ph,
+        envs,
+        has_orch,
+        has_inf,
+        ..
+    } = cx;
+    let (has_orch, has_inf) = (*has_orch, *has_inf);
+    let id = &run.id;
     let max = max_steps(run, t);
     let interval = ckpt_interval(run, t);
     for k in 1..=ph.steps {
-        let ts = step_time(&ph, t, k);
+        let ts = step_time(ph, t, k);
         let m = metrics_at(run, k, max);
         let loss = m["loss"].as_f64().unwrap_or(0.0);
         if has_orch && !run.sft {
             let reward = m["reward/mean"].as_f64().unwrap_or(0.0);
-            push(
+            book.push(
                 ts,
                 "orchestrator",
                 None,
@@ -681,10 +941,10 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
                     json!({"step": k}),
                 ),
             );
-            push(ts, "orchestrator", None, "INFO", json!({"timestamp": iso(ts), "level": "INFO", "type": "progress", "step": k, "total": max}).to_string());
+            book.push(ts, "orchestrator", None, "INFO", json!({"timestamp": iso(ts), "level": "INFO", "type": "progress", "step": k, "total": max}).to_string());
         }
         if k % 5 == 0 && has_orch {
-            push(
+            book.push(
                 ts,
                 "orchestrator",
                 None,
@@ -695,7 +955,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
                 ),
             );
         }
-        push(
+        book.push(
             ts,
             "trainer",
             None,
@@ -708,7 +968,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
                 json!({"step": k}),
             ),
         );
-        push(
+        book.push(
             ts,
             "trainer",
             None,
@@ -719,7 +979,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             ),
         );
         if k == 7 {
-            push(
+            book.push(
                 ts,
                 "trainer",
                 None,
@@ -734,7 +994,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             );
         }
         if k % interval == 0 || k == max {
-            push(
+            book.push(
                 ts,
                 "trainer",
                 None,
@@ -743,7 +1003,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             );
         }
         if has_inf {
-            push(
+            book.push(
                 ts,
                 "inference",
                 None,
@@ -757,9 +1017,9 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
                 ),
             );
         }
-        for e in &envs {
+        for e in envs.iter() {
             if k == 4 {
-                push(
+                book.push(
                     ts,
                     "env-server",
                     Some(&e.name),
@@ -770,7 +1030,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
                     ),
                 );
             } else {
-                push(
+                book.push(
                     ts,
                     "env-server",
                     Some(&e.name),
@@ -786,10 +1046,15 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             }
         }
     }
+}
+
+/// Restarts and the closing line of a run that ended (completed, stopped or paused).
+fn ending_lines(book: &mut LogBook, cx: &LogCtx<'_>) {
+    let LogCtx { run, ph, .. } = cx;
     for r in &run.restarts {
         if *r <= ph.effective {
             let primary = primary_component(run);
-            push(
+            book.push(
                 *r,
                 primary,
                 None,
@@ -813,7 +1078,7 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             _ => String::new(),
         };
         if !msg.is_empty() {
-            push(
+            book.push(
                 end,
                 primary,
                 None,
@@ -822,17 +1087,9 @@ pub(crate) fn logs(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<LogLine> {
             );
         }
     }
-    if ph.status == "RUNNING"
-        && matches!(run.scenario, Scenario::Stall)
-        && ph.steps >= t.stall_after_steps
-    {
-        // A stalled run logs nothing more: the last line stays the last step's.
-    }
-    out.sort_by_key(|l| l.ts);
-    out
 }
 
-// ---- metrics, checkpoints, samples, distributions, usage ----------------------------------
+// ---- metrics, samples, distributions, usage ----------------------------------
 
 pub(crate) fn metrics_at(run: &Run, k: u32, max: u32) -> Value {
     let progress = f64::from(k) / f64::from(max.max(1));
@@ -865,41 +1122,6 @@ pub(crate) fn metrics_at(run: &Run, k: u32, max: u32) -> Value {
         );
     }
     m
-}
-
-pub(crate) fn checkpoints(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Checkpoint> {
-    let t = &seed.timings;
-    let ph = phase(run, t, now);
-    let max = max_steps(run, t);
-    let interval = ckpt_interval(run, t);
-    let mut steps: Vec<u32> = (1..=ph.steps)
-        .filter(|k| k % interval == 0 || *k == max)
-        .collect();
-    if ph.status == "PAUSED" && ph.steps > 0 && !steps.contains(&ph.steps) {
-        steps.push(ph.steps);
-    }
-    let bucket = run.volume.clone().unwrap_or_else(|| "run-outputs".into());
-    steps
-        .into_iter()
-        .map(|k| {
-            let created = step_time(&ph, t, k);
-            let ready_at = plus_secs(created, t.step_s / 2.0);
-            let ready = ready_at <= ph.effective || ph.is_terminal();
-            Checkpoint {
-                id: format!("ckpt{}", &hex_digest(&[&run.id, &k.to_string()])[..20]),
-                rft_run_id: run.id.clone(),
-                step: k,
-                storage_url: format!(
-                    "s3://sandbox-volumes/{bucket}/runs/{}/checkpoints/step_{k}",
-                    run.id
-                ),
-                status: if ready { "READY" } else { "UPLOADING" },
-                size_bytes: crate::s3::checkpoint_bytes(run, k),
-                created_at: iso(created),
-                uploaded_at: ready.then(|| iso(ready_at)),
-            }
-        })
-        .collect()
 }
 
 pub(crate) fn sample_steps(run: &Run, ph: &Phase) -> Vec<u32> {
@@ -975,7 +1197,7 @@ pub(crate) fn usage(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Value {
         "inference": {"tokens": in_tokens + out_tokens, "input_tokens": in_tokens, "output_tokens": out_tokens, "cost_usd": inference_cost},
         "total_tokens": train_tokens + in_tokens + out_tokens,
         "total_cost_usd": ((training_cost + inference_cost) * 100.0).round() / 100.0,
-        "pricing": {"training_per_mtok": null, "inference_input_per_mtok": null, "inference_output_per_mtok": null, "gpu_per_hour": price},
+        "pricing": {"training_per_mtok": null, "inference_input_per_mtok": null, "inference_output_per_mtok": null, "gpu_per_hour": if run.reserved { None } else { Some(price) }},
         "record_count": steps,
     })
 }
@@ -1002,9 +1224,4 @@ pub(crate) fn env_servers(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Env
             status: status.to_string(),
         })
         .collect()
-}
-
-/// Files a run has written under `runs/<run_id>/` on its volume (layout invented, see `s3.rs`).
-pub(crate) fn volume_files(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Value> {
-    crate::s3::volume_files(run, seed, now)
 }

@@ -17,12 +17,12 @@ use crate::world::Run;
 
 #[derive(Debug, Clone)]
 pub(crate) struct TraceRec {
-    pub summary: TraceSummary,
-    pub step: u32,
-    pub episode_index: u32,
-    pub created: DateTime<Utc>,
+    pub(crate) summary: TraceSummary,
+    pub(crate) step: u32,
+    pub(crate) episode_index: u32,
+    pub(crate) created: DateTime<Utc>,
     /// Exact size of the padded document, for runs seeded with `trace_bytes_total`.
-    pub padded_size: Option<u64>,
+    pub(crate) padded_size: Option<u64>,
 }
 
 pub(crate) fn eval_run_id(run_id: &str) -> String {

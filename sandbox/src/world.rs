@@ -8,21 +8,21 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::SandboxError;
 use crate::clock::plus_secs;
+use crate::error::SandboxError;
 use crate::seed::Seed;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct World {
-    pub seed: Seed,
-    pub runs: Vec<Run>,
-    pub volumes: Vec<Volume>,
+    pub(crate) seed: Seed,
+    pub(crate) runs: Vec<Run>,
+    pub(crate) volumes: Vec<Volume>,
     /// `POST /training/runs` requests received (including failed ones).
-    pub create_requests: u64,
+    pub(crate) create_requests: u64,
     /// Simulated time when the state was last written, so a restarted sandbox's clock never
     /// goes backwards.
     #[serde(default)]
-    pub saved_now: Option<DateTime<Utc>>,
+    pub(crate) saved_now: Option<DateTime<Utc>>,
 }
 
 /// Why a run behaves as it does (decided from its config at creation; see the README).
@@ -41,52 +41,79 @@ pub(crate) enum FailCause {
     Oom,
     UnknownModel,
     UnknownEnv,
+    /// A gated Hub model downloaded without `HF_TOKEN`.
+    GatedModel,
+    /// A reserved-cluster run of a model not cached there, with no weights on its volume.
+    NoWeights,
+    /// The code at the run's `sourceRef` fails to import.
+    ImportError,
+}
+
+/// Where a run's weights come from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub(crate) enum Weights {
+    /// Cached on the cluster the run is on.
+    #[default]
+    Cached,
+    /// Downloaded from the Hugging Face Hub at start (on-demand capacity only).
+    Hub,
+    /// Read from the run's volume (`models/<name>/`).
+    Volume { volume: String },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Run {
-    pub id: String,
-    pub user_id: String,
-    pub team_id: Option<String>,
-    pub name: Option<String>,
-    pub created_at: DateTime<Utc>,
+    pub(crate) id: String,
+    pub(crate) user_id: String,
+    pub(crate) team_id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) created_at: DateTime<Utc>,
     /// The submitted `config`.
-    pub config: Value,
+    pub(crate) config: Value,
     /// The create body with secret values replaced (for inspection only).
-    pub create_body: Value,
-    pub sft: bool,
-    pub gpu_type: Option<String>,
-    pub image_tag: Option<String>,
-    pub source_ref: Option<String>,
-    pub volume: Option<String>,
-    pub resume_from: Option<String>,
-    pub token_value: String,
-    pub cluster_id: Option<String>,
-    pub train_gpus: u32,
-    pub infer_gpus: u32,
-    pub on_demand: bool,
-    pub price_per_gpu_hour: Option<f64>,
-    pub scenario: Scenario,
-    pub stopped_at: Option<DateTime<Utc>>,
-    pub paused_at: Option<DateTime<Utc>>,
+    pub(crate) create_body: Value,
+    pub(crate) sft: bool,
+    pub(crate) gpu_type: Option<String>,
+    pub(crate) image_tag: Option<String>,
+    pub(crate) source_ref: Option<String>,
+    pub(crate) volume: Option<String>,
+    pub(crate) resume_from: Option<String>,
+    pub(crate) token_value: String,
+    pub(crate) cluster_id: Option<String>,
+    pub(crate) train_gpus: u32,
+    pub(crate) infer_gpus: u32,
+    pub(crate) on_demand: bool,
+    pub(crate) price_per_gpu_hour: Option<f64>,
+    pub(crate) scenario: Scenario,
+    pub(crate) stopped_at: Option<DateTime<Utc>>,
+    pub(crate) paused_at: Option<DateTime<Utc>>,
     #[serde(default)]
-    pub restarts: Vec<DateTime<Utc>>,
+    pub(crate) restarts: Vec<DateTime<Utc>>,
     #[serde(default)]
-    pub trace_bytes_total: Option<u64>,
+    pub(crate) trace_bytes_total: Option<u64>,
+    #[serde(default)]
+    pub(crate) weights: Weights,
+    /// On a cluster reserved for the run's team (no on-demand price).
+    #[serde(default)]
+    pub(crate) reserved: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Volume {
-    pub name: String,
-    pub user_id: String,
-    pub team_id: Option<String>,
-    pub size: String,
-    pub created_at: DateTime<Utc>,
+    pub(crate) name: String,
+    pub(crate) user_id: String,
+    pub(crate) team_id: Option<String>,
+    pub(crate) size: String,
+    pub(crate) created_at: DateTime<Utc>,
     /// Seconds after creation before the volume is RUNNING.
-    pub ready_after_s: f64,
-    pub cluster_id: String,
-    pub cluster_name: String,
-    pub pvc_name: String,
+    pub(crate) ready_after_s: f64,
+    pub(crate) cluster_id: String,
+    pub(crate) cluster_name: String,
+    pub(crate) pvc_name: String,
+    /// Models whose weights are on the volume (seeded; invention).
+    #[serde(default)]
+    pub(crate) models: Vec<String>,
 }
 
 impl Volume {

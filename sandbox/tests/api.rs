@@ -5,7 +5,9 @@ mod common;
 
 use common::{Client, advance, manual, rl_config, run_body};
 use factory_sandbox::{
-    ALICE_API_KEY, BOB_API_KEY, Sandbox, SandboxOptions, SeedSource, TEAM_ALPHA_ID, TEAM_BETA_ID,
+    ALICE_API_KEY, BOB_API_KEY, CAROL_API_KEY, DAVE_API_KEY, GAMMA_CLUSTER_ID,
+    GAMMA_WEIGHTS_VOLUME, GATED_HUB_MODEL, HUB_MODEL, RESERVED_GPU_TYPE, Sandbox, SandboxOptions,
+    Seed, SeedSource, TEAM_ALPHA_ID, TEAM_BETA_ID, TEAM_GAMMA_ID,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -420,10 +422,14 @@ available_now = true
     })
     .await
     .unwrap();
-    assert_eq!(sb.users().len(), 3);
-    let c = Client::new(&sb, 2);
+    let defaults = Seed::default();
+    assert_eq!(sb.users().len(), defaults.users.len() + 1);
+    let c = Client::new(&sb, defaults.users.len());
     let (_, g) = c.get("/api/v1/training/available-gpu-types").await;
-    assert_eq!(g["gpuTypes"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        g["gpuTypes"].as_array().unwrap().len(),
+        defaults.gpus.len() + 1
+    );
     let (_, w) = c.get("/api/v1/user/whoami").await;
     assert_eq!(w["data"]["name"], "Carol");
 }
@@ -621,4 +627,405 @@ async fn the_speed_factor_moves_runs_without_manual_advances() {
         "COMPLETED",
         "11 simulated seconds have passed"
     );
+}
+
+// ---- accounts beyond on-demand capacity (issue 18 §1) ----------------------------------------
+
+/// Carol (index 2) acts for Team Gamma: a reserved A100 cluster and source-ref access.
+const CAROL: usize = 2;
+/// Dave (index 3): personal account without on-demand beta access.
+const DAVE: usize = 3;
+
+fn gamma_body(name: &str, max_steps: u32) -> Value {
+    json!({"config": rl_config(name, max_steps), "name": name, "teamId": TEAM_GAMMA_ID})
+}
+
+async fn finish(sb: &factory_sandbox::SandboxHandle) {
+    advance(sb, 120);
+}
+
+async fn run_of(c: &Client, id: &str) -> Value {
+    let (s, v) = c.get(&format!("/api/v1/rft/runs/{id}")).await;
+    assert_eq!(s, 200, "{v}");
+    v["run"].clone()
+}
+
+async fn logs_of(c: &Client, id: &str, query: &str) -> String {
+    let (s, v) = c
+        .get(&format!(
+            "/api/v1/rft/runs/{id}/logs?tail_lines=5000{query}"
+        ))
+        .await;
+    assert_eq!(s, 200, "{v}");
+    v["logs"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn the_new_accounts_leave_what_the_old_keys_see_unchanged() {
+    let sb = manual().await;
+    assert_eq!(sb.api_key(0).unwrap(), ALICE_API_KEY);
+    assert_eq!(sb.api_key(1).unwrap(), BOB_API_KEY);
+    assert_eq!(sb.api_key(CAROL).unwrap(), CAROL_API_KEY);
+    assert_eq!(sb.api_key(DAVE).unwrap(), DAVE_API_KEY);
+    let alice = Client::new(&sb, 0);
+    let (_, teams) = alice.get("/api/v1/user/teams").await;
+    assert_eq!(teams["total_count"], 2);
+    for q in ["", "?team_id=cteamalpha000000000000001"] {
+        let (_, g) = alice
+            .get(&format!("/api/v1/training/available-gpu-types{q}"))
+            .await;
+        assert_eq!(
+            g,
+            json!({"gpuTypes": ["H100_80GB", "H200_141GB", "B200_180GB"]})
+        );
+        let (_, m) = alice
+            .get(&format!("/api/v1/training/available-fft-models{q}"))
+            .await;
+        assert_eq!(m["models"].as_array().unwrap().len(), 5, "{m}");
+        assert_eq!(m["onDemandBetaAccess"], true);
+        assert!(!m.to_string().contains(RESERVED_GPU_TYPE));
+    }
+    let (_, v) = alice.get("/api/v1/training/volumes").await;
+    assert_eq!(v["volumes"], json!([]));
+}
+
+#[tokio::test]
+async fn a_team_with_a_reserved_cluster_sees_its_gpu_type_and_cached_models() {
+    let sb = manual().await;
+    let carol = Client::new(&sb, CAROL);
+    let (_, g) = carol
+        .get(&format!(
+            "/api/v1/training/available-gpu-types?team_id={TEAM_GAMMA_ID}"
+        ))
+        .await;
+    let types = g["gpuTypes"].as_array().unwrap();
+    assert!(types.contains(&json!(RESERVED_GPU_TYPE)), "{g}");
+    // Outside the team (her personal account) the reserved type is not hers.
+    let (_, g) = carol.get("/api/v1/training/available-gpu-types").await;
+    assert!(
+        !g["gpuTypes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(RESERVED_GPU_TYPE))
+    );
+
+    let (_, m) = carol
+        .get(&format!(
+            "/api/v1/training/available-fft-models?team_id={TEAM_GAMMA_ID}"
+        ))
+        .await;
+    // The reserved GPU type has no on-demand offer.
+    assert!(
+        !m["onDemand"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["gpuType"] == RESERVED_GPU_TYPE)
+    );
+    let model = |name: &str| {
+        m["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let small = model("PrimeIntellect/Qwen3-0.6B");
+    assert!(
+        small["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["clusterId"] == GAMMA_CLUSTER_ID && c["gpuType"] == RESERVED_GPU_TYPE),
+        "{small}"
+    );
+    let reserved_only = model("Qwen/Qwen3-4B-Base");
+    assert_eq!(
+        reserved_only["clusters"],
+        json!([{"clusterId": GAMMA_CLUSTER_ID, "clusterName": "gamma-a100-reserved", "gpuType": RESERVED_GPU_TYPE}])
+    );
+    // Another team's member does not see the reserved cluster, and a non-member gets 403.
+    let alice = Client::new(&sb, 0);
+    let (s, _) = alice
+        .get(&format!(
+            "/api/v1/training/available-fft-models?team_id={TEAM_GAMMA_ID}"
+        ))
+        .await;
+    assert_eq!(s, 403);
+}
+
+#[tokio::test]
+async fn a_reserved_only_gpu_type_launches_on_the_team_cluster() {
+    let sb = manual().await;
+    let carol = Client::new(&sb, CAROL);
+    let mut body = gamma_body("on-reserved", 3);
+    body["gpuType"] = json!(RESERVED_GPU_TYPE);
+    let (s, v) = carol.post("/api/v1/training/runs", body).await;
+    assert_eq!(s, 201, "{v}");
+    // Reserved capacity: no on-demand fields.
+    assert_eq!(v["onDemand"], false);
+    assert_eq!(v["gpuType"], Value::Null);
+    assert_eq!(v["pricePerGpuHour"], Value::Null);
+    let id = v["runId"].as_str().unwrap().to_string();
+    // Without a gpuType, a model cached on the reserved cluster also goes there.
+    let plain = carol.create(gamma_body("plain", 3)).await;
+    finish(&sb).await;
+    for id in [&id, &plain] {
+        let run = run_of(&carol, id).await;
+        assert_eq!(run["status"], "COMPLETED", "{run}");
+        assert_eq!(run["primeClusterId"], GAMMA_CLUSTER_ID);
+        let inspected = sb.run(id).unwrap();
+        assert_eq!(inspected["capacity"], "reserved");
+        assert_eq!(inspected["gpuType"], RESERVED_GPU_TYPE);
+    }
+    let (_, u) = carol.get(&format!("/api/v1/billing/runs/{id}/usage")).await;
+    assert_eq!(u["pricing"]["gpu_per_hour"], Value::Null, "{u}");
+
+    // The same type outside the team, or for another account, is unknown (400, listed types).
+    let mut personal = json!({"config": rl_config("personal", 3)});
+    personal["gpuType"] = json!(RESERVED_GPU_TYPE);
+    let (s, v) = carol.post("/api/v1/training/runs", personal.clone()).await;
+    assert_eq!(s, 400, "{v}");
+    let alice = Client::new(&sb, 0);
+    let (s, v) = alice.post("/api/v1/training/runs", personal).await;
+    assert_eq!(s, 400);
+    assert_eq!(
+        v["detail"],
+        "Unknown gpuType 'A100_80GB'. Available GPU types: H100_80GB, H200_141GB, B200_180GB"
+    );
+}
+
+#[tokio::test]
+async fn an_account_without_on_demand_beta_access_cannot_launch_on_demand() {
+    let sb = manual().await;
+    let dave = Client::new(&sb, DAVE);
+    let (_, m) = dave.get("/api/v1/training/available-fft-models").await;
+    assert_eq!(m["onDemandBetaAccess"], false);
+    let before = sb.create_requests();
+    let (s, v) = dave
+        .post("/api/v1/training/runs", run_body("dave", 3))
+        .await;
+    assert_eq!(s, 403, "{v}");
+    assert!(
+        v["detail"].as_str().unwrap().contains("onDemandBetaAccess"),
+        "{v}"
+    );
+    assert_eq!(sb.create_requests(), before + 1);
+    assert!(sb.runs().is_empty(), "no run was made");
+}
+
+#[tokio::test]
+async fn an_uncached_model_downloads_on_demand_and_a_gated_one_needs_hf_token() {
+    let sb = manual().await;
+    let alice = Client::new(&sb, 0);
+    let with_model = |name: &str, model: &str| {
+        let mut cfg = rl_config(name, 3);
+        cfg["model"]["name"] = json!(model);
+        json!({"config": cfg, "name": name})
+    };
+    let hub = alice.create(with_model("hub", HUB_MODEL)).await;
+    let gated = alice.create(with_model("gated", GATED_HUB_MODEL)).await;
+    let mut with_token = with_model("gated-token", GATED_HUB_MODEL);
+    with_token["hfToken"] = json!("hf_sandboxtoken");
+    let gated_ok = alice.create(with_token).await;
+    finish(&sb).await;
+
+    assert_eq!(run_of(&alice, &hub).await["status"], "COMPLETED");
+    let trainer = logs_of(&alice, &hub, "&component=trainer").await;
+    assert!(
+        trainer.contains("downloading weights from the Hugging Face Hub"),
+        "{trainer}"
+    );
+    assert_eq!(sb.run(&hub).unwrap()["weights"]["from"], "hub");
+
+    let run = run_of(&alice, &gated).await;
+    assert_eq!(run["status"], "FAILED");
+    assert!(
+        run["errorMessage"].as_str().unwrap().contains("HF_TOKEN"),
+        "{run}"
+    );
+    let errors = logs_of(&alice, &gated, "&component=trainer&level=ERROR").await;
+    assert!(errors.contains("GatedRepoError"), "{errors}");
+    assert!(errors.contains("HF_TOKEN"), "{errors}");
+
+    assert_eq!(run_of(&alice, &gated_ok).await["status"], "COMPLETED");
+}
+
+#[tokio::test]
+async fn a_reserved_run_of_an_uncached_model_needs_its_weights_on_a_volume() {
+    let sb = manual().await;
+    let carol = Client::new(&sb, CAROL);
+    let body = |name: &str, volume: Option<&str>| {
+        let mut b = gamma_body(name, 3);
+        b["config"]["model"]["name"] = json!(HUB_MODEL);
+        b["gpuType"] = json!(RESERVED_GPU_TYPE);
+        if let Some(v) = volume {
+            b["volume"] = json!(v);
+        }
+        b
+    };
+    let bare = carol.create(body("bare", None)).await;
+    let from_volume = carol
+        .create(body("from-volume", Some(GAMMA_WEIGHTS_VOLUME)))
+        .await;
+    finish(&sb).await;
+
+    let run = run_of(&carol, &bare).await;
+    assert_eq!(run["status"], "FAILED", "{run}");
+    let msg = run["errorMessage"].as_str().unwrap();
+    assert!(
+        msg.contains("not cached") && msg.contains("volume"),
+        "{msg}"
+    );
+    let errors = logs_of(&carol, &bare, "&level=ERROR").await;
+    assert!(
+        errors.contains("reserved clusters do not download"),
+        "{errors}"
+    );
+
+    assert_eq!(run_of(&carol, &from_volume).await["status"], "COMPLETED");
+    let trainer = logs_of(&carol, &from_volume, "&component=trainer").await;
+    assert!(
+        trainer.contains(&format!("from volume '{GAMMA_WEIGHTS_VOLUME}'")),
+        "{trainer}"
+    );
+}
+
+#[tokio::test]
+async fn source_refs_are_for_allowlisted_teams_and_runs_pin_the_commit() {
+    let sb = manual().await;
+    let alice = Client::new(&sb, 0);
+    let carol = Client::new(&sb, CAROL);
+    // Not allowlisted: a team run of Team Beta, and any personal run — prepare and create 403.
+    for team in [json!(TEAM_BETA_ID), Value::Null] {
+        let (s, v) = alice
+            .post(
+                "/api/v1/training/runs/prepare",
+                json!({"mode": "rl", "teamId": team, "sourceRef": "feature/x"}),
+            )
+            .await;
+        assert_eq!(s, 403, "{v}");
+        assert!(v["detail"].as_str().unwrap().contains("restricted"), "{v}");
+        let mut body = run_body("ref", 3);
+        body["sourceRef"] = json!("feature/x");
+        if !team.is_null() {
+            body["teamId"] = team.clone();
+        }
+        let (s, v) = alice.post("/api/v1/training/runs", body).await;
+        assert_eq!(s, 403, "{v}");
+    }
+    assert!(sb.runs().is_empty());
+    // Without a ref, prepare stays 404 for everyone.
+    let (s, _) = alice
+        .post(
+            "/api/v1/training/runs/prepare",
+            json!({"mode": "rl", "teamId": TEAM_BETA_ID}),
+        )
+        .await;
+    assert_eq!(s, 404);
+    // Team Alpha is allowlisted too (it launched refs before the allowlist existed).
+    let (s, _) = alice
+        .post(
+            "/api/v1/training/runs/prepare",
+            json!({"mode": "rl", "teamId": TEAM_ALPHA_ID, "sourceRef": "feature/x"}),
+        )
+        .await;
+    assert_eq!(s, 404);
+
+    // Allowlisted: prepare 404 (no local validation), create records the ref and the commit.
+    let (s, _) = carol
+        .post(
+            "/api/v1/training/runs/prepare",
+            json!({"mode": "rl", "teamId": TEAM_GAMMA_ID, "sourceRef": "feature/x"}),
+        )
+        .await;
+    assert_eq!(s, 404);
+    let mut body = gamma_body("branch", 3);
+    body["sourceRef"] = json!("feature/x");
+    let branch = carol.create(body).await;
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    let mut body = gamma_body("sha", 3);
+    body["sourceRef"] = json!(sha);
+    let pinned = carol.create(body).await;
+    let commit = run_of(&carol, &branch).await["sourceCommit"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(commit.len(), 40);
+    assert!(commit.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(sb.run(&branch).unwrap()["sourceRef"], "feature/x");
+    assert_eq!(sb.run(&branch).unwrap()["sourceCommit"], commit.as_str());
+    assert_eq!(run_of(&carol, &pinned).await["sourceCommit"], sha);
+    finish(&sb).await;
+    assert_eq!(run_of(&carol, &branch).await["status"], "COMPLETED");
+    let trainer = logs_of(&carol, &branch, "&component=trainer").await;
+    assert!(
+        trainer.contains(&format!("feature/x (commit {commit})")),
+        "{trainer}"
+    );
+}
+
+#[tokio::test]
+async fn an_import_error_at_a_broken_ref_is_fixed_by_a_new_ref() {
+    let sb = manual().await;
+    let carol = Client::new(&sb, CAROL);
+    let with_ref = |name: &str, r: &str| {
+        let mut b = gamma_body(name, 3);
+        b["sourceRef"] = json!(r);
+        b
+    };
+    let broken = carol.create(with_ref("try-1", "fix/broken-loss")).await;
+    let fixed = carol.create(with_ref("try-2", "fix/loss-import")).await;
+    finish(&sb).await;
+    let run = run_of(&carol, &broken).await;
+    assert_eq!(run["status"], "FAILED", "{run}");
+    assert!(
+        run["errorMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("ImportError"),
+        "{run}"
+    );
+    assert_eq!(run["failureAnalysis"]["category"], "CODE_ISSUE");
+    assert!(
+        run["failureAnalysis"]["rootCause"]
+            .as_str()
+            .unwrap()
+            .contains("new ref")
+    );
+    // The primary component (orchestrator) shows it, as the trainer's traceback does.
+    let orch = logs_of(&carol, &broken, "&level=ERROR").await;
+    assert!(orch.contains("ImportError"), "{orch}");
+    let trainer = logs_of(&carol, &broken, "&component=trainer&level=ERROR").await;
+    assert!(trainer.contains("Traceback") && trainer.contains("ImportError"));
+    assert_eq!(run_of(&carol, &fixed).await["status"], "COMPLETED");
+}
+
+#[tokio::test]
+async fn the_dashboard_link_is_the_sandbox_s_own_page() {
+    let sb = manual().await;
+    let alice = Client::new(&sb, 0);
+    let id = alice.create(run_body("dash", 3)).await;
+    let front = sb.frontend_url();
+    assert!(!front.contains("primeintellect"), "{front}");
+    let r = reqwest::get(format!("{front}/dashboard/training/{id}"))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let page = r.text().await.unwrap();
+    assert!(page.contains("not the Prime Intellect dashboard"), "{page}");
+    assert!(page.contains(&id) && page.contains("QUEUED"), "{page}");
+    let r = reqwest::get(format!("{front}/dashboard/training/%3Cscript%3E"))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
 }

@@ -12,7 +12,10 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::Client;
-use factory_sandbox::{ALICE_USER_ID, Sandbox, SandboxHandle, SandboxOptions, TEAM_ALPHA_ID};
+use factory_sandbox::{
+    ALICE_USER_ID, CAROL_USER_ID, RESERVED_GPU_TYPE, Sandbox, SandboxHandle, SandboxOptions,
+    TEAM_ALPHA_ID, TEAM_BETA_ID, TEAM_GAMMA_ID,
+};
 use serde_json::{Value, json};
 
 const TOKEN_SENTINEL: &str = "SANDBOX-TOKEN-SENTINEL-7f3a";
@@ -62,11 +65,16 @@ impl Ran {
 
 impl Prime {
     fn new(bin: &Path, sb: &SandboxHandle, team: Option<&str>) -> Self {
+        Self::as_user(bin, sb, 0, team)
+    }
+
+    /// The CLI with the key of seeded user `user` (0 Alice, 1 Bob, 2 Carol, 3 Dave).
+    fn as_user(bin: &Path, sb: &SandboxHandle, user: usize, team: Option<&str>) -> Self {
         Self {
             bin: bin.to_path_buf(),
             home: tempfile::tempdir().expect("scratch HOME"),
             base: sb.base_url(),
-            key: sb.api_key(0).expect("alice"),
+            key: sb.api_key(user).expect("seeded user"),
             team: team.map(str::to_string),
         }
     }
@@ -601,5 +609,172 @@ async fn the_official_cli_works_against_the_sandbox() {
     // No command, request log or inspection ever shows the per-run token.
     transcript.push_str(&format!("{:?}{:?}", sb.request_log(), sb.runs()));
     assert!(!transcript.contains(TOKEN_SENTINEL));
+    sb.shutdown().await;
+}
+
+/// The CLI agrees with the accounts beyond on-demand capacity: a team's reserved-only GPU type
+/// (`train gpus`, `train models`), custom refs (`train run --ref`: recorded with the pinned
+/// commit for an allowlisted team, the platform's 403 shown for another), an account without
+/// on-demand access, and a reserved run of a model its cluster does not cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_cli_agrees_with_reserved_clusters_and_custom_refs() {
+    let Some(bin) = prime_binary() else { return };
+    let sb = Sandbox::start(SandboxOptions::manual_clock())
+        .await
+        .expect("sandbox");
+    let carol_api = Client::new(&sb, 2);
+    let gamma = Prime::as_user(&bin, &sb, 2, Some(TEAM_GAMMA_ID));
+    let carol = Prime::as_user(&bin, &sb, 2, None);
+    let beta = Prime::new(&bin, &sb, Some(TEAM_BETA_ID));
+    let dave = Prime::as_user(&bin, &sb, 3, None);
+    let rl = example("reverse-text_rl.toml");
+    let rl = rl.to_str().unwrap();
+
+    // ---- gpus / models ------------------------------------------------------------------
+    let gpus = gamma.ok(&["train", "gpus", "-o", "json"]).await.json();
+    let (_, wire) = carol_api
+        .get(&format!(
+            "/api/v1/training/available-gpu-types?team_id={TEAM_GAMMA_ID}"
+        ))
+        .await;
+    assert_eq!(gpus, wire);
+    assert!(
+        gpus["gpuTypes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(RESERVED_GPU_TYPE)),
+        "{gpus}"
+    );
+    let personal_gpus = carol.ok(&["train", "gpus", "-o", "json"]).await.json();
+    assert!(
+        !personal_gpus["gpuTypes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(RESERVED_GPU_TYPE))
+    );
+
+    let models = gamma.ok(&["train", "models", "-o", "json"]).await.json();
+    let reserved_only = models["available_fft_models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "Qwen/Qwen3-4B-Base")
+        .expect("the model cached only on the reserved cluster is listed for the team")
+        .clone();
+    assert_eq!(reserved_only["clusters"][0]["gpu_type"], RESERVED_GPU_TYPE);
+    assert!(
+        !models["on_demand"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["gpu_type"] == RESERVED_GPU_TYPE),
+        "a reserved-only type has no on-demand offer"
+    );
+    assert_eq!(models["on_demand_beta_access"], true);
+    let dave_models = dave.ok(&["train", "models", "-o", "json"]).await.json();
+    assert_eq!(dave_models["on_demand_beta_access"], false);
+
+    // ---- --ref --------------------------------------------------------------------------
+    let out = gamma
+        .ok(&[
+            "train",
+            "run",
+            rl,
+            "--ref",
+            "feature/cli-ref",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await
+        .json();
+    assert_eq!(out["run"]["sourceRef"], "feature/cli-ref");
+    let ref_run = out["run"]["runId"].as_str().unwrap().to_string();
+    let held = sb.run(&ref_run).unwrap();
+    assert_eq!(held["sourceRef"], "feature/cli-ref");
+    assert_eq!(held["createBody"]["sourceRef"], "feature/cli-ref");
+    assert_eq!(held["run"]["userId"], CAROL_USER_ID);
+    let commit = held["sourceCommit"].as_str().unwrap().to_string();
+    assert_eq!(commit.len(), 40);
+    let got = gamma
+        .ok(&["train", "get", &ref_run, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(got["run"]["source_commit"], commit.as_str());
+    // The CLI sent the ref to prepare too, and went on after its 404.
+    assert!(
+        sb.request_log()
+            .iter()
+            .any(|r| r.path == "/api/v1/training/runs/prepare")
+    );
+
+    // A team without source-ref access: prepare answers 403 and the CLI stops before creating.
+    let creates = sb.create_requests();
+    let refused = beta
+        .run(&[
+            "train",
+            "run",
+            rl,
+            "--ref",
+            "feature/cli-ref",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(refused.code, 1, "{} {}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stdout.contains("HTTP 403") && refused.stdout.contains("restricted"),
+        "{}",
+        refused.stdout
+    );
+    assert_eq!(sb.create_requests(), creates, "no create after the 403");
+
+    // ---- reserved capacity and on-demand access -----------------------------------------
+    // The example's model is not cached on the reserved cluster, and no volume holds it.
+    let out = gamma
+        .ok(&[
+            "train",
+            "run",
+            rl,
+            "--gpu-type",
+            RESERVED_GPU_TYPE,
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await
+        .json();
+    assert!(
+        out["run"].get("onDemand").is_none(),
+        "reserved capacity prints no on-demand fields: {out}"
+    );
+    let reserved_run = out["run"]["runId"].as_str().unwrap().to_string();
+    assert_eq!(sb.run(&reserved_run).unwrap()["capacity"], "reserved");
+    sb.advance(Duration::from_secs(60));
+    let got = gamma
+        .ok(&["train", "get", &reserved_run, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(got["run"]["status"], "FAILED");
+    assert!(
+        got["run"]["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("not cached"),
+        "{got}"
+    );
+    assert_eq!(
+        got["run"]["prime_cluster_id"],
+        sb.run(&reserved_run).unwrap()["clusterId"]
+    );
+
+    let refused = dave.run(&["train", "run", rl, "--yes", "-o", "json"]).await;
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stdout.contains("onDemandBetaAccess"),
+        "{}",
+        refused.stdout
+    );
     sb.shutdown().await;
 }

@@ -1,6 +1,9 @@
 //! Test-only inspection and control routes under `/_sandbox/` (no auth, no faults): every run of
 //! every owner, counters, the request log, fault rules, the clock, and volume file listings.
 
+// Helpers return a ready-made error `Response` as their `Err`; its size does not matter here.
+#![allow(clippy::result_large_err)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,11 +16,13 @@ use chrono::{DateTime, Utc};
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{AppState, detail, ok, parse_json_body};
 use crate::clock::{ClockMode, iso};
 use crate::faults::FaultRule;
+use crate::http::{detail, ok, parse_json_body};
+use crate::outputs;
 use crate::seed::Seed;
 use crate::sim;
+use crate::state::AppState;
 use crate::world::Run;
 
 type S = State<Arc<AppState>>;
@@ -39,11 +44,58 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         .route("/_sandbox/clock", get(clock))
         .route("/_sandbox/clock/advance", post(advance))
         .route("/_sandbox/volumes/{name}/files", get(volume_files))
+        .route("/dashboard/training/{id}", get(dashboard))
+}
+
+/// The sandbox's stand-in for the app's run page (`{frontend}/dashboard/training/{id}`), so a
+/// "monitor run at" link never points at the real dashboard. No key: a browser sends none, so
+/// it shows only the run's status.
+async fn dashboard(State(st): S, Path(id): Path<String>) -> Response {
+    let now = st.now();
+    let status = st.with_world(|w| {
+        w.run(&id)
+            .map(|r| sim::phase(r, &w.seed.timings, now).status)
+    });
+    let esc = html_escape(&id);
+    let (code, body) = match status {
+        Some(s) => (
+            StatusCode::OK,
+            format!("<p>Run <code>{esc}</code>: {s}</p>"),
+        ),
+        None => (
+            StatusCode::NOT_FOUND,
+            format!("<p>No run <code>{esc}</code> here.</p>"),
+        ),
+    };
+    let page = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>factory-sandbox</title>\
+         <h1>factory-sandbox</h1><p>This is the local sandbox, not the Prime Intellect dashboard.</p>{body}"
+    );
+    (
+        code,
+        [(http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page,
+    )
+        .into_response()
+}
+
+fn html_escape(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '<' => "&lt;".to_string(),
+            '>' => "&gt;".to_string(),
+            '&' => "&amp;".to_string(),
+            '"' => "&quot;".to_string(),
+            '\'' => "&#39;".to_string(),
+            c if c.is_control() => String::new(),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// A run as inspection shows it: the wire object, the create body without secret values, and
 /// the scenario the sandbox chose. Never the `tokenValue`.
-pub(super) fn inspect_run(r: &Run, seed: &Seed, now: DateTime<Utc>) -> Value {
+fn inspect_run(r: &Run, seed: &Seed, now: DateTime<Utc>) -> Value {
     let secrets: Vec<&str> = ["wandbApiKey", "hfToken"]
         .into_iter()
         .filter(|k| r.create_body.get(*k).is_some())
@@ -54,19 +106,34 @@ pub(super) fn inspect_run(r: &Run, seed: &Seed, now: DateTime<Utc>) -> Value {
         "secretsProvided": secrets,
         "scenario": r.scenario,
         "gpuType": r.gpu_type,
+        "capacity": if r.reserved { "reserved" } else { "on-demand" },
+        "clusterId": r.cluster_id,
+        "weights": r.weights,
+        "sourceRef": r.source_ref,
+        "sourceCommit": r.source_ref.as_deref().map(sim::source_commit),
         "imageTag": r.image_tag,
         "resumeFrom": r.resume_from,
         "steps": sim::phase(r, &seed.timings, now).steps,
     })
 }
 
+/// Every run of every owner, as `GET /_sandbox/runs` shows them.
+pub(crate) fn inspect_runs(st: &AppState) -> Vec<Value> {
+    let now = st.now();
+    st.with_world(|w| {
+        w.runs
+            .iter()
+            .map(|r| inspect_run(r, &w.seed, now))
+            .collect()
+    })
+}
+
 async fn runs(State(st): S) -> Response {
-    ok(json!({"runs": st.inspect_runs()}))
+    ok(json!({"runs": inspect_runs(&st)}))
 }
 
 async fn run(State(st): S, Path(id): Path<String>) -> Response {
-    match st
-        .inspect_runs()
+    match inspect_runs(&st)
         .into_iter()
         .find(|r| r["run"]["id"].as_str() == Some(&id))
     {
@@ -175,7 +242,7 @@ async fn volume_files(State(st): S, Path(name): Path<String>) -> Response {
             .runs
             .iter()
             .filter(|r| r.volume.as_deref() == Some(name.as_str()))
-            .flat_map(|r| sim::volume_files(r, &w.seed, now))
+            .flat_map(|r| outputs::volume_files(r, &w.seed, now))
             .collect();
         ok(json!({"volume": name, "files": files}))
     })

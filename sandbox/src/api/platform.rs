@@ -1,5 +1,8 @@
 //! The platform API routes of §12 (login and feedback excepted).
 
+// Helpers return a ready-made error `Response` as their `Err`; its size does not matter here.
+#![allow(clippy::result_large_err)]
+
 use std::sync::Arc;
 
 use axum::Router;
@@ -11,18 +14,19 @@ use chrono::{DateTime, Utc};
 use http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
-use super::{
-    AppState, Params, auth, check_team, detail, int_param, nonempty, ok, parse_json_body,
-    validation,
-};
-use crate::SandboxError;
+use crate::builder::{CapacityError, NewRun, build_run, new_volume, resolve_capacity};
 use crate::clock::{iso, plus_secs};
+use crate::http::{
+    Params, auth, check_team, detail, int_param, nonempty, ok, parse_json_body, validation,
+};
+use crate::outputs;
 use crate::seed::{Seed, SeedUser};
 use crate::sim::{self, phase};
+use crate::state::AppState;
 use crate::wire::{
     CreateRunResponse, FftCluster, FftModel, OnDemandGpu, RunPage, TeamItem, TeamMember, VolumeWire,
 };
-use crate::world::{Run, Volume, World, new_cuid, new_token};
+use crate::world::{Run, Volume, World, new_token};
 
 type S = State<Arc<AppState>>;
 
@@ -155,27 +159,11 @@ async fn models(State(st): S, headers: HeaderMap, Query(q): Query<Params>) -> Re
         Ok(u) => u,
         Err(r) => return r,
     };
+    let team = nonempty(q.get("team_id"));
     st.with_world(|w| {
-        if let Err(r) = check_team(&w.seed, &user, nonempty(q.get("team_id"))) {
+        if let Err(r) = check_team(&w.seed, &user, team) {
             return r;
         }
-        let models: Vec<FftModel> = w
-            .seed
-            .models
-            .iter()
-            .map(|m| FftModel {
-                name: m.name.clone(),
-                clusters: m
-                    .clusters
-                    .iter()
-                    .map(|c| FftCluster {
-                        cluster_id: c.cluster_id.clone(),
-                        cluster_name: c.cluster_name.clone(),
-                        gpu_type: c.gpu_type.clone(),
-                    })
-                    .collect(),
-            })
-            .collect();
         let on_demand: Vec<OnDemandGpu> = w
             .seed
             .gpus
@@ -188,99 +176,120 @@ async fn models(State(st): S, headers: HeaderMap, Query(q): Query<Params>) -> Re
                 is_beta: g.is_beta,
             })
             .collect();
-        ok(json!({"models": models, "onDemand": on_demand, "onDemandBetaAccess": true}))
+        ok(json!({
+            "models": fft_models(&w.seed, team),
+            "onDemand": on_demand,
+            "onDemandBetaAccess": w.seed.on_demand_access(&user, team),
+        }))
     })
 }
 
+/// The trainable models the account sees: the shared clusters' models, plus the models cached
+/// on the team's reserved clusters (with those clusters).
+fn fft_models(seed: &Seed, team: Option<&str>) -> Vec<FftModel> {
+    let wire = |id: &str, name: &str, gpu: &str| FftCluster {
+        cluster_id: id.to_string(),
+        cluster_name: name.to_string(),
+        gpu_type: gpu.to_string(),
+    };
+    let mut models: Vec<FftModel> = seed
+        .models
+        .iter()
+        .map(|m| FftModel {
+            name: m.name.clone(),
+            clusters: m
+                .clusters
+                .iter()
+                .map(|c| wire(&c.cluster_id, &c.cluster_name, &c.gpu_type))
+                .collect(),
+        })
+        .collect();
+    for c in seed.reserved_clusters(team) {
+        for name in &c.cached_models {
+            let cluster = wire(&c.cluster_id, &c.cluster_name, &c.gpu_type);
+            match models.iter_mut().find(|m| &m.name == name) {
+                Some(m) => m.clusters.push(cluster),
+                None => models.push(FftModel {
+                    name: name.clone(),
+                    clusters: vec![cluster],
+                }),
+            }
+        }
+    }
+    models
+}
+
+/// The on-demand offers' GPU types, plus the types of the team's reserved clusters
+/// (inference: the reference shows the shape only).
 async fn gpu_types(State(st): S, headers: HeaderMap, Query(q): Query<Params>) -> Response {
     let user = match auth(&st, &headers) {
         Ok(u) => u,
         Err(r) => return r,
     };
+    let team = nonempty(q.get("team_id"));
     st.with_world(|w| {
-        if let Err(r) = check_team(&w.seed, &user, nonempty(q.get("team_id"))) {
+        if let Err(r) = check_team(&w.seed, &user, team) {
             return r;
         }
-        let types: Vec<&str> = w.seed.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        let mut types: Vec<&str> = w.seed.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
+        for c in w.seed.reserved_clusters(team) {
+            if !types.contains(&c.gpu_type.as_str()) {
+                types.push(&c.gpu_type);
+            }
+        }
         ok(json!({"gpuTypes": types}))
     })
 }
 
-/// §11: answering 404 makes the CLI skip local validation (no uv venv from the network).
-async fn prepare(State(st): S, headers: HeaderMap) -> Response {
-    if let Err(r) = auth(&st, &headers) {
-        return r;
+/// §11: answering 404 makes the CLI skip local validation (no uv venv from the network) —
+/// except for a `sourceRef` the account may not use, which is 403 as on create (inference:
+/// the platform's prepare is not documented to check it).
+async fn prepare(State(st): S, headers: HeaderMap, body: Bytes) -> Response {
+    let user = match auth(&st, &headers) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let body = parse_json_body(&body).unwrap_or(Value::Null);
+    let team = body.get("teamId").and_then(Value::as_str);
+    if let Some(r) = body.get("sourceRef").and_then(Value::as_str)
+        && let Err(resp) = st.with_world(|w| check_source_ref(&w.seed, &user, team, r))
+    {
+        return resp;
     }
     detail(StatusCode::NOT_FOUND, "Not Found")
 }
 
 // ---- create / pause / resume --------------------------------------------------------------
 
-/// What a new run needs besides the world.
-pub(crate) struct NewRun {
-    pub id: Option<String>,
-    pub user_id: String,
-    pub team_id: Option<String>,
-    pub name: Option<String>,
-    pub config: Value,
-    pub create_body: Value,
-    pub sft: bool,
-    pub gpu_type: Option<String>,
-    pub image_tag: Option<String>,
-    pub source_ref: Option<String>,
-    pub volume: Option<String>,
-    pub resume_from: Option<String>,
-    pub token_value: String,
-    pub created_at: DateTime<Utc>,
-    pub trace_bytes_total: Option<u64>,
+/// §6.4's "restricted" `sourceRef`: 403 unless the dispatch is a team run of a team with
+/// source-ref access (the CLI's help text; the detail is the sandbox's own).
+fn check_source_ref(
+    seed: &Seed,
+    user: &SeedUser,
+    team_id: Option<&str>,
+    source_ref: &str,
+) -> Result<(), Response> {
+    if seed.may_use_source_ref(&user.id, team_id) {
+        return Ok(());
+    }
+    let who = match team_id {
+        Some(t) => format!("team {t} does not have sourceRef access"),
+        None => "a personal-account dispatch cannot use one; dispatch as a team".to_string(),
+    };
+    Err(detail(
+        StatusCode::FORBIDDEN,
+        format!(
+            "Custom source refs are restricted: {who} (sourceRef '{source_ref}'; ask Prime support for access)"
+        ),
+    ))
 }
 
-/// Resolves GPU type, cluster, GPU counts and scenario, and builds the run record.
-pub(crate) fn build_run(seed: &Seed, n: NewRun) -> Run {
-    let model = sim::model_name(&n.config);
-    let seed_model = model.as_deref().and_then(|m| seed.model(m));
-    let gpu_type = n
-        .gpu_type
-        .clone()
-        .or_else(|| seed_model.and_then(|m| m.clusters.first().map(|c| c.gpu_type.clone())))
-        .or_else(|| seed.gpus.first().map(|g| g.gpu_type.clone()))
-        .unwrap_or_else(|| "H100_80GB".to_string());
-    let cluster_id = seed_model.and_then(|m| {
-        m.clusters
-            .iter()
-            .find(|c| c.gpu_type == gpu_type)
-            .or(m.clusters.first())
-            .map(|c| c.cluster_id.clone())
-    });
-    let (train, infer) = sim::gpu_counts(&n.config, n.sft);
-    let scenario = sim::classify(seed, &n.config, n.name.as_deref(), &gpu_type, train);
-    let price = seed.gpu(&gpu_type).map(|g| g.price_per_gpu_hour);
-    Run {
-        id: n.id.unwrap_or_else(new_cuid),
-        user_id: n.user_id,
-        team_id: n.team_id,
-        name: n.name,
-        created_at: n.created_at,
-        config: n.config,
-        create_body: n.create_body,
-        sft: n.sft,
-        gpu_type: Some(gpu_type),
-        image_tag: n.image_tag,
-        source_ref: n.source_ref,
-        volume: n.volume,
-        resume_from: n.resume_from,
-        token_value: n.token_value,
-        cluster_id,
-        train_gpus: train,
-        infer_gpus: infer,
-        on_demand: price.is_some(),
-        price_per_gpu_hour: price,
-        scenario,
-        stopped_at: None,
-        paused_at: None,
-        restarts: Vec::new(),
-        trace_bytes_total: n.trace_bytes_total,
-    }
+fn capacity_error(e: &CapacityError) -> Response {
+    let (status, msg) = e.status_and_detail();
+    detail(
+        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+        msg,
+    )
 }
 
 fn create_response(run: &Run, seed: &Seed) -> CreateRunResponse {
@@ -289,12 +298,13 @@ fn create_response(run: &Run, seed: &Seed) -> CreateRunResponse {
         run_id: run.id.clone(),
         token_value: run.token_value.clone(),
         on_demand: run.on_demand,
-        gpu_type: run.gpu_type.clone(),
+        // Reserved capacity: no on-demand fields (as in §6.4's captured example).
+        gpu_type: run.gpu_type.clone().filter(|_| !run.reserved),
         price_per_gpu_hour: run.price_per_gpu_hour,
         estimated_cost_per_hour: run
             .price_per_gpu_hour
             .map(|p| (p * f64::from(run.train_gpus + run.infer_gpus) * 100.0).round() / 100.0),
-        is_beta: gpu.is_some_and(|g| g.is_beta),
+        is_beta: !run.reserved && gpu.is_some_and(|g| g.is_beta),
     }
 }
 
@@ -361,7 +371,7 @@ async fn create_run(State(st): S, headers: HeaderMap, body: Bytes) -> Response {
             opt_string(&body, "hfToken")?,
         ))
     })();
-    let (name, team_id, gpu_type, image_tag, volume, mode, source_ref, resume_from, _wandb, _hf) =
+    let (name, team_id, gpu_type, image_tag, volume, mode, source_ref, resume_from, _wandb, hf) =
         match fields {
             Ok(f) => f,
             Err(r) => return r,
@@ -383,18 +393,22 @@ async fn create_run(State(st): S, headers: HeaderMap, body: Bytes) -> Response {
         if let Err(r) = check_team(&w.seed, &user, team_id.as_deref()) {
             return r;
         }
-        if let Some(g) = &gpu_type
-            && w.seed.gpu(g).is_none()
+        if let Some(r) = &source_ref
+            && let Err(resp) = check_source_ref(&w.seed, &user, team_id.as_deref(), r)
         {
-            let known: Vec<&str> = w.seed.gpus.iter().map(|g| g.gpu_type.as_str()).collect();
-            return detail(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "Unknown gpuType '{g}'. Available GPU types: {}",
-                    known.join(", ")
-                ),
-            );
+            return resp;
         }
+        let model = sim::model_name(&config);
+        let cap = match resolve_capacity(
+            &w.seed,
+            &user,
+            team_id.as_deref(),
+            model.as_deref(),
+            gpu_type.as_deref(),
+        ) {
+            Ok(c) => c,
+            Err(e) => return capacity_error(&e),
+        };
         let mut run_config = config.clone();
         let mut volume = volume.clone();
         if let Some(from) = &resume_from {
@@ -427,7 +441,7 @@ async fn create_run(State(st): S, headers: HeaderMap, body: Bytes) -> Response {
             }
         }
         let run = build_run(
-            &w.seed,
+            w,
             NewRun {
                 id: None,
                 user_id: user.id.clone(),
@@ -436,7 +450,6 @@ async fn create_run(State(st): S, headers: HeaderMap, body: Bytes) -> Response {
                 config: run_config,
                 create_body: redact_body(&body),
                 sft,
-                gpu_type: gpu_type.clone(),
                 image_tag: image_tag.clone(),
                 source_ref: source_ref.clone(),
                 volume,
@@ -444,7 +457,9 @@ async fn create_run(State(st): S, headers: HeaderMap, body: Bytes) -> Response {
                 token_value: token,
                 created_at: now,
                 trace_bytes_total: None,
+                hf_token: hf.is_some_and(|t| !t.is_empty()),
             },
+            cap,
         );
         let resp = create_response(&run, &w.seed);
         w.runs.push(run);
@@ -495,6 +510,10 @@ async fn resume_run(
         Ok(g) => g,
         Err(r) => return r,
     };
+    let hf_token = match opt_string(&body, "hfToken") {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
     let now = st.now();
     let token = st.token_value.clone().unwrap_or_else(new_token);
     st.mutate(|w| {
@@ -506,13 +525,21 @@ async fn resume_run(
         if status != "PAUSED" {
             return detail(StatusCode::CONFLICT, format!("Run is {status}, not PAUSED"));
         }
-        if let Some(g) = &gpu_type
-            && w.seed.gpu(g).is_none()
-        {
-            return detail(StatusCode::BAD_REQUEST, format!("Unknown gpuType '{g}'"));
-        }
+        let gpu = gpu_type.clone().or(prev.gpu_type.clone());
+        let model = sim::model_name(&prev.config);
+        let team = prev.team_id.as_deref();
+        let cap = match resolve_capacity(&w.seed, &user, team, model.as_deref(), gpu.as_deref()) {
+            Ok(c) => c,
+            Err(CapacityError::UnknownGpu { gpu_type, .. }) => {
+                return detail(
+                    StatusCode::BAD_REQUEST,
+                    format!("Unknown gpuType '{gpu_type}'"),
+                );
+            }
+            Err(e) => return capacity_error(&e),
+        };
         let run = build_run(
-            &w.seed,
+            w,
             NewRun {
                 id: None,
                 user_id: user.id.clone(),
@@ -521,7 +548,6 @@ async fn resume_run(
                 config: prev.config.clone(),
                 create_body: redact_body(&body),
                 sft: prev.sft,
-                gpu_type: gpu_type.clone().or(prev.gpu_type.clone()),
                 image_tag: image_tag.clone().or(prev.image_tag.clone()),
                 source_ref: prev.source_ref.clone(),
                 volume: prev.volume.clone(),
@@ -529,7 +555,9 @@ async fn resume_run(
                 token_value: token,
                 created_at: now,
                 trace_bytes_total: None,
+                hf_token: hf_token.is_some_and(|t| !t.is_empty()),
             },
+            cap,
         );
         let resp = create_response(&run, &w.seed);
         w.runs.push(run);
@@ -702,6 +730,115 @@ async fn delete_run(State(st): S, headers: HeaderMap, Path(id): Path<String>) ->
 
 const COMPONENTS: [&str; 4] = ["orchestrator", "trainer", "inference", "env-server"];
 
+/// The `search` filter of a logs request.
+type Matcher = Box<dyn Fn(&str) -> bool>;
+
+/// A logs request's filters (§5.6), parsed from its query.
+struct LogQuery {
+    tail: usize,
+    component: &'static str,
+    env_name: Option<String>,
+    min_rank: u8,
+    cutoff: Option<DateTime<Utc>>,
+    matcher: Option<Matcher>,
+}
+
+/// Severity order of the `level` filter ("this level and above").
+fn level_rank(level: &str) -> u8 {
+    match level {
+        "ERROR" => 3,
+        "WARNING" => 2,
+        _ => 1,
+    }
+}
+
+impl LogQuery {
+    fn parse(run: &Run, now: DateTime<Utc>, q: &Params, force_env: bool) -> Result<Self, Response> {
+        let tail = int_param(q, "tail_lines")?.unwrap_or(1000);
+        if !(1..=5000).contains(&tail) {
+            return Err(validation(
+                &["query", "tail_lines"],
+                "Input should be between 1 and 5000",
+                "less_than_equal",
+            ));
+        }
+        let since = int_param(q, "since_seconds")?;
+        Ok(Self {
+            tail: tail as usize,
+            component: Self::component(run, q, force_env)?,
+            env_name: nonempty(q.get("env_name")).map(str::to_string),
+            matcher: Self::matcher(q)?,
+            min_rank: Self::min_rank(q)?,
+            cutoff: since.map(|s| plus_secs(now, -(s as f64))),
+        })
+    }
+
+    /// `component`, or the run's primary one when absent.
+    fn component(run: &Run, q: &Params, force_env: bool) -> Result<&'static str, Response> {
+        if force_env {
+            return Ok("env-server");
+        }
+        match q.get("component").map(String::as_str) {
+            None | Some("") => Ok(sim::primary_component(run)),
+            Some(c) => COMPONENTS
+                .iter()
+                .find(|k| **k == c)
+                .copied()
+                .ok_or_else(|| {
+                    detail(
+                        StatusCode::BAD_REQUEST,
+                        format!(
+                            "Unknown component '{c}'; use one of {}",
+                            COMPONENTS.join(", ")
+                        ),
+                    )
+                }),
+        }
+    }
+
+    fn min_rank(q: &Params) -> Result<u8, Response> {
+        match q.get("level").map(|l| l.to_ascii_uppercase()).as_deref() {
+            None | Some("" | "DEBUG") => Ok(0),
+            Some("INFO" | "SUCCESS") => Ok(1),
+            Some("WARNING") => Ok(2),
+            Some("ERROR") => Ok(3),
+            Some(other) => Err(detail(
+                StatusCode::BAD_REQUEST,
+                format!("Unknown level '{other}'"),
+            )),
+        }
+    }
+
+    /// `search`: a case-insensitive substring, or a regex with `regex=true`.
+    fn matcher(q: &Params) -> Result<Option<Matcher>, Response> {
+        let regex = q.get("regex").is_some_and(|v| v == "true");
+        Ok(match (nonempty(q.get("search")), regex) {
+            (Some(s), true) => {
+                let re = regex::Regex::new(s)
+                    .map_err(|e| detail(StatusCode::BAD_REQUEST, format!("Invalid regex: {e}")))?;
+                Some(Box::new(move |t: &str| re.is_match(t)))
+            }
+            (Some(s), false) => {
+                let needle = s.to_lowercase();
+                Some(Box::new(move |t: &str| t.to_lowercase().contains(&needle)))
+            }
+            (None, _) => None,
+        })
+    }
+
+    fn keeps(&self, l: &sim::LogLine) -> bool {
+        l.component == self.component
+            && self
+                .env_name
+                .as_deref()
+                .is_none_or(|e| l.env.as_deref() == Some(e))
+            && level_rank(l.level) >= self.min_rank
+            && self.cutoff.is_none_or(|c| l.ts >= c)
+            && self.matcher.as_ref().is_none_or(|m| m(&l.text))
+    }
+}
+
+/// 404 "not available yet" before the run starts (the CLI waits on it), else the filtered tail.
 fn render_logs(
     run: &Run,
     seed: &Seed,
@@ -721,84 +858,16 @@ fn render_logs(
             format!("Run is {what}; logs are not available yet"),
         );
     }
-    let tail = match int_param(q, "tail_lines") {
-        Ok(t) => t.unwrap_or(1000),
+    let query = match LogQuery::parse(run, now, q, force_env) {
+        Ok(query) => query,
         Err(r) => return r,
     };
-    if !(1..=5000).contains(&tail) {
-        return validation(
-            &["query", "tail_lines"],
-            "Input should be between 1 and 5000",
-            "less_than_equal",
-        );
-    }
-    let since = match int_param(q, "since_seconds") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let component = if force_env {
-        "env-server"
-    } else {
-        match q.get("component").map(String::as_str) {
-            None | Some("") => sim::primary_component(run),
-            Some(c) => match COMPONENTS.iter().find(|k| **k == c) {
-                Some(k) => k,
-                None => {
-                    return detail(
-                        StatusCode::BAD_REQUEST,
-                        format!(
-                            "Unknown component '{c}'; use one of {}",
-                            COMPONENTS.join(", ")
-                        ),
-                    );
-                }
-            },
-        }
-    };
-    let env_name = nonempty(q.get("env_name"));
-    let regex = q.get("regex").is_some_and(|v| v == "true");
-    let search = nonempty(q.get("search"));
-    let matcher = match (search, regex) {
-        (Some(s), true) => match regex::Regex::new(s) {
-            Ok(re) => Some(Box::new(move |t: &str| re.is_match(t)) as Box<dyn Fn(&str) -> bool>),
-            Err(e) => return detail(StatusCode::BAD_REQUEST, format!("Invalid regex: {e}")),
-        },
-        (Some(s), false) => {
-            let needle = s.to_lowercase();
-            Some(Box::new(move |t: &str| t.to_lowercase().contains(&needle))
-                as Box<dyn Fn(&str) -> bool>)
-        }
-        (None, _) => None,
-    };
-    let min_rank = match q.get("level").map(|l| l.to_ascii_uppercase()) {
-        None => 0,
-        Some(l) => match l.as_str() {
-            "DEBUG" => 0,
-            "INFO" | "SUCCESS" => 1,
-            "WARNING" => 2,
-            "ERROR" => 3,
-            "" => 0,
-            other => {
-                return detail(StatusCode::BAD_REQUEST, format!("Unknown level '{other}'"));
-            }
-        },
-    };
-    let rank = |l: &str| match l {
-        "ERROR" => 3,
-        "WARNING" => 2,
-        _ => 1,
-    };
-    let cutoff = since.map(|s| plus_secs(now, -(s as f64)));
     let lines: Vec<String> = sim::logs(run, seed, now)
         .into_iter()
-        .filter(|l| l.component == component)
-        .filter(|l| env_name.is_none_or(|e| l.env.as_deref() == Some(e)))
-        .filter(|l| rank(l.level) >= min_rank)
-        .filter(|l| cutoff.is_none_or(|c| l.ts >= c))
-        .filter(|l| matcher.as_ref().is_none_or(|m| m(&l.text)))
+        .filter(|l| query.keeps(l))
         .map(|l| l.text)
         .collect();
-    let skip = lines.len().saturating_sub(tail as usize);
+    let skip = lines.len().saturating_sub(query.tail);
     ok(json!({"logs": lines[skip..].join("\n")}))
 }
 
@@ -881,7 +950,7 @@ async fn checkpoints(
 ) -> Response {
     with_run(&st, &headers, &id, |r, seed, now| {
         let filter = nonempty(q.get("status_filter")).map(str::to_ascii_uppercase);
-        let cks: Vec<_> = sim::checkpoints(r, seed, now)
+        let cks: Vec<_> = outputs::checkpoints(r, seed, now)
             .into_iter()
             .filter(|c| filter.as_deref().is_none_or(|f| c.status == f))
             .collect();
@@ -1000,29 +1069,6 @@ async fn list_volumes(State(st): S, headers: HeaderMap, Query(q): Query<Params>)
     })
 }
 
-pub(crate) fn new_volume(
-    seed: &Seed,
-    name: &str,
-    user: &SeedUser,
-    team_id: Option<String>,
-    size: String,
-    now: DateTime<Utc>,
-    ready_after_s: f64,
-) -> Volume {
-    let cluster = seed.models.first().and_then(|m| m.clusters.first());
-    Volume {
-        name: name.to_string(),
-        user_id: user.id.clone(),
-        team_id,
-        size,
-        created_at: now,
-        ready_after_s,
-        cluster_id: cluster.map_or_else(|| "csandboxcluster".into(), |c| c.cluster_id.clone()),
-        cluster_name: cluster.map_or_else(|| "sandbox".into(), |c| c.cluster_name.clone()),
-        pvc_name: format!("vol-{}", &sim::hex_digest(&["pvc", name, &user.id])[..12]),
-    }
-}
-
 fn valid_volume_name(n: &str) -> bool {
     !n.is_empty()
         && n.len() <= 63
@@ -1132,61 +1178,4 @@ async fn transfer(
         Ok(v) => crate::s3::issue_route(&st, &v, &body, &st.base_url),
         Err(r) => r,
     }
-}
-
-// ---- seeding ------------------------------------------------------------------------------
-
-/// The world at first start: seeded volumes and runs on top of the seed.
-pub(crate) fn seeded_world(seed: Seed, now: DateTime<Utc>) -> Result<World, SandboxError> {
-    let mut world = World::new(seed.clone());
-    for v in &seed.volumes {
-        let user = seed.user(&v.user_id).ok_or_else(|| {
-            SandboxError::Seed(format!("volume {}: unknown user {}", v.name, v.user_id))
-        })?;
-        world.volumes.push(new_volume(
-            &seed,
-            &v.name,
-            user,
-            v.team_id.clone(),
-            v.size.clone(),
-            plus_secs(now, -3600.0),
-            0.0,
-        ));
-    }
-    for r in &seed.runs {
-        if seed.user(&r.user_id).is_none() {
-            return Err(SandboxError::Seed(format!(
-                "run: unknown user {}",
-                r.user_id
-            )));
-        }
-        let name = r.name.clone().or_else(|| {
-            r.config
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        });
-        let run = build_run(
-            &seed,
-            NewRun {
-                id: r.id.clone(),
-                user_id: r.user_id.clone(),
-                team_id: r.team_id.clone(),
-                name,
-                config: r.config.clone(),
-                create_body: json!({"seeded": true}),
-                sft: r.sft,
-                gpu_type: r.gpu_type.clone(),
-                image_tag: None,
-                source_ref: None,
-                volume: r.volume.clone(),
-                resume_from: None,
-                token_value: new_token(),
-                created_at: plus_secs(now, -r.age_s),
-                trace_bytes_total: r.trace_bytes_total,
-            },
-        );
-        world.runs.push(run);
-    }
-    Ok(world)
 }

@@ -1,5 +1,8 @@
 //! The Prime Traces service routes of §9 (reads only), on the same port as the platform API.
 
+// Helpers return a ready-made error `Response` as their `Err`; its size does not matter here.
+#![allow(clippy::result_large_err)]
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -12,9 +15,10 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-use super::{AppState, ok, trace_error};
 use crate::clock::iso_secs;
+use crate::http::{ok, trace_error};
 use crate::seed::SeedUser;
+use crate::state::AppState;
 use crate::tracegen::{self, TraceRec};
 use crate::wire::{
     CursorPage, EpisodeAggregate, EpisodeError, EpisodeSummary, RunStep, RunStepList,
