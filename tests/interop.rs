@@ -559,7 +559,8 @@ async fn inspector_cli_http() {
     let world = World::start().await;
     let server = HttpServer::start(&world).await;
     let target = vec![server.url.clone()];
-    let (failures, size) = inspector_checks(&peers, &world, &target, Some(&server.token), "http").await;
+    let (failures, size) =
+        inspector_checks(&peers, &world, &target, Some(&server.token), "http").await;
     println!("inspector http: tools/list is {size:?} bytes (compact JSON)");
     let log = server.log();
     server.stop().await;

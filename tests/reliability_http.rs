@@ -262,8 +262,7 @@ async fn half_open_connections_beyond_the_fd_limit_do_not_starve_a_valid_request
         else {
             break;
         };
-        if c
-            .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        if c.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             .await
             .is_err()
         {
@@ -351,18 +350,16 @@ async fn loopback_http_creates_requires_and_reuses_a_private_token() {
     let w = World::new().await;
     let path = w.state_dir().join("http-token");
     let s = start(&w, &[]).await;
-    let meta = std::fs::metadata(&path).unwrap_or_else(|e| {
-        panic!(
-            "no token file at {} ({e})\n{}",
-            path.display(),
-            s.log()
-        )
-    });
+    let meta = std::fs::metadata(&path)
+        .unwrap_or_else(|e| panic!("no token file at {} ({e})\n{}", path.display(), s.log()));
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     let token = w.http_token();
     assert!(token.len() >= 32, "a long random token");
     let log = s.log();
-    assert!(log.contains(&path.display().to_string()), "path printed:\n{log}");
+    assert!(
+        log.contains(&path.display().to_string()),
+        "path printed:\n{log}"
+    );
     assert!(!log.contains(&token), "the token value was printed");
     let http = reqwest::Client::new();
     let (status, _) = whoami(&http, &s.url, None).await;
@@ -385,7 +382,13 @@ async fn a_token_file_readable_by_others_is_refused() {
     let w = World::new().await;
     let tf = common::write_token_file(w.home.path(), "token", TOKEN);
     std::fs::set_permissions(&tf, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let err = match spawn(&w, w.env(0), None, &["--auth-token-file", tf.to_str().unwrap()]).await
+    let err = match spawn(
+        &w,
+        w.env(0),
+        None,
+        &["--auth-token-file", tf.to_str().unwrap()],
+    )
+    .await
     {
         Ok(s) => panic!("started with a world-readable token file:\n{}", s.log()),
         Err(stderr) => stderr,
@@ -424,7 +427,10 @@ async fn no_auth_is_loopback_only_and_says_so_loudly() {
         .envs(w.env(0))
         .output();
     let out = tokio::time::timeout(HANG, out).await.unwrap().unwrap();
-    assert!(!out.status.success(), "--no-auth off loopback must not start");
+    assert!(
+        !out.status.success(),
+        "--no-auth off loopback must not start"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("loopback"), "{stderr}");
 }
@@ -435,7 +441,11 @@ async fn no_auth_is_loopback_only_and_says_so_loudly() {
 async fn tools_add_to_the_selected_toolsets() {
     let w = World::new().await;
     let c = w
-        .client(0, &["--toolsets", "account", "--tools", "get_run"], Era::Modern)
+        .client(
+            0,
+            &["--toolsets", "account", "--tools", "get_run"],
+            Era::Modern,
+        )
         .await;
     let tools: Vec<String> = c
         .list_all_tools()
@@ -444,8 +454,17 @@ async fn tools_add_to_the_selected_toolsets() {
         .into_iter()
         .map(|t| t.name.to_string())
         .collect();
-    for name in ["whoami", "list_teams", "list_models", "list_gpus", "get_run"] {
-        assert!(tools.contains(&name.to_string()), "{name} missing: {tools:?}");
+    for name in [
+        "whoami",
+        "list_teams",
+        "list_models",
+        "list_gpus",
+        "get_run",
+    ] {
+        assert!(
+            tools.contains(&name.to_string()),
+            "{name} missing: {tools:?}"
+        );
     }
     assert_eq!(tools.len(), 5, "{tools:?}");
     let run = w.create_run(0, "gated", 10, None).await;

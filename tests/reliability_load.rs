@@ -171,8 +171,7 @@ async fn sixty_four_clients_times_two_hundred_read_calls() {
     let t0 = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for c in 0..clients {
-        let (url, mix, errors, bearer) =
-            (url.clone(), mix.clone(), errors.clone(), bearer.clone());
+        let (url, mix, errors, bearer) = (url.clone(), mix.clone(), errors.clone(), bearer.clone());
         tasks.spawn(async move {
             // Each client has its own connection pool, like a separate assistant.
             let http = reqwest::Client::new();

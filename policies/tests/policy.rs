@@ -80,8 +80,14 @@ fn http_limits_have_bounded_defaults_and_are_range_checked() {
     assert!(p.http.header_read_timeout_s <= 10, "the issue's ceiling");
     assert!(p.http.max_connections >= 64 && p.http.max_sessions >= 16);
     for (text, key) in [
-        ("[http]\nheader_read_timeout_s = 0", "http.header_read_timeout_s"),
-        ("[http]\nheader_read_timeout_s = 301", "http.header_read_timeout_s"),
+        (
+            "[http]\nheader_read_timeout_s = 0",
+            "http.header_read_timeout_s",
+        ),
+        (
+            "[http]\nheader_read_timeout_s = 301",
+            "http.header_read_timeout_s",
+        ),
         ("[http]\nmax_connections = 0", "http.max_connections"),
         ("[http]\nmax_sessions = 0", "http.max_sessions"),
         ("[http]\nmax_sessions = -1", "http.max_sessions"),

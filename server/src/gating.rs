@@ -166,7 +166,13 @@ mod tests {
         .unwrap();
         assert_eq!(
             gate.exposed(),
-            vec!["whoami", "list_teams", "list_models", "list_gpus", "get_run"]
+            vec![
+                "whoami",
+                "list_teams",
+                "list_models",
+                "list_gpus",
+                "get_run"
+            ]
         );
         // Read-only still narrows what the two lists select together.
         let gate = Gate::new(
@@ -178,7 +184,13 @@ mod tests {
         .unwrap();
         assert_eq!(
             gate.exposed(),
-            vec!["whoami", "list_teams", "list_models", "list_gpus", "get_run"]
+            vec![
+                "whoami",
+                "list_teams",
+                "list_models",
+                "list_gpus",
+                "get_run"
+            ]
         );
     }
 

@@ -194,7 +194,9 @@ pub async fn serve(
                 // connection, then retry. Other errors concern one connection only.
                 if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
                     table.evict_oldest_idle();
-                    tracing::warn!("out of file descriptors accepting a connection; closed the oldest idle one");
+                    tracing::warn!(
+                        "out of file descriptors accepting a connection; closed the oldest idle one"
+                    );
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
@@ -217,20 +219,21 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let requests = conn.requests();
         let app = app.clone();
-        let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-            let busy = requests.begin();
-            let app = app.clone();
-            async move {
-                let response = tower_call(app, req.map(axum::body::Body::new)).await;
-                // The connection stays busy until the answer's last byte has been handed over.
-                Ok::<_, Infallible>(response.map(|body| {
-                    axum::body::Body::new(body.map_frame(move |frame| {
-                        let _held = &busy;
-                        frame
+        let service =
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let busy = requests.begin();
+                let app = app.clone();
+                async move {
+                    let response = tower_call(app, req.map(axum::body::Body::new)).await;
+                    // The connection stays busy until the answer's last byte has been handed over.
+                    Ok::<_, Infallible>(response.map(|body| {
+                        axum::body::Body::new(body.map_frame(move |frame| {
+                            let _held = &busy;
+                            frame
+                        }))
                     }))
-                }))
-            }
-        });
+                }
+            });
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let shutdown = ct.clone();
         tasks.spawn(async move {

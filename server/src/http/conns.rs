@@ -162,13 +162,7 @@ pub struct Busy {
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        if let Some(e) = self
-            .requests
-            .table
-            .lock()
-            .conns
-            .get_mut(&self.requests.id)
-        {
+        if let Some(e) = self.requests.table.lock().conns.get_mut(&self.requests.id) {
             e.in_flight = e.in_flight.saturating_sub(1);
             e.idle_since = Instant::now();
         }

@@ -28,7 +28,8 @@ pub fn default_token_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBu
 /// Read a bearer token from a file (surrounding whitespace ignored). Refused: a file that group
 /// or others may read or write, anything but a regular file, an empty or short token.
 pub fn read_token_file(path: &Path) -> Result<SecretString, String> {
-    let cannot = |e: std::io::Error| format!("cannot read the auth token file {}: {e}", path.display());
+    let cannot =
+        |e: std::io::Error| format!("cannot read the auth token file {}: {e}", path.display());
     let file = File::open(path).map_err(cannot)?;
     // fstat on the open file: the checks apply to what is read, not to a name that may change.
     let meta = file.metadata().map_err(cannot)?;
@@ -168,7 +169,11 @@ mod tests {
     #[test]
     fn the_token_is_created_owner_only_and_reused() {
         let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("state").join("factory-mcp").join(TOKEN_FILE);
+        let path = tmp
+            .path()
+            .join("state")
+            .join("factory-mcp")
+            .join(TOKEN_FILE);
         let (first, created) = load_or_create(&path).unwrap();
         assert!(created);
         assert_eq!(first.expose_secret().len(), 64);
