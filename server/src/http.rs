@@ -163,7 +163,10 @@ fn fd_soft_limit() -> Option<u64> {
     };
     // SAFETY: getrlimit writes into the struct we pass and reads nothing else.
     let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
-    (rc == 0 && rl.rlim_cur != libc::RLIM_INFINITY).then_some(rl.rlim_cur as u64)
+    // `rlim_t` is u64 here but narrower on some targets.
+    #[allow(clippy::unnecessary_cast)]
+    let current = rl.rlim_cur as u64;
+    (rc == 0 && rl.rlim_cur != libc::RLIM_INFINITY).then_some(current)
 }
 
 /// Serve until `ct` is cancelled: HTTP/1.1 connections with a header-read timeout, admitted
