@@ -1,6 +1,6 @@
 //! The streamable HTTP transport of the real binary: rmcp's HTTP client in both eras, the
-//! bearer token, Host and Origin checks, the body cap, and a server that refuses to start off
-//! loopback without a token.
+//! bearer token (configured, or created in the state directory when none is), Host and Origin
+//! checks, the body cap, and a server that refuses to start off loopback without a token.
 
 mod common;
 
@@ -61,9 +61,19 @@ async fn start(w: &World, extra: &[&str]) -> HttpServer {
 }
 
 fn token_file(w: &World, token: &str) -> String {
-    let path = w.home.path().join("mcp-token");
-    std::fs::write(&path, format!("{token}\n")).unwrap();
-    path.display().to_string()
+    common::write_token_file(w.home.path(), "mcp-token", token)
+        .display()
+        .to_string()
+}
+
+/// An rmcp HTTP client transport that sends `Authorization: Bearer <token>` (a macro: its
+/// reqwest is not this crate's, so the type cannot be named here).
+macro_rules! authed {
+    ($url:expr, $token:expr) => {
+        StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri($url.to_string()).auth_header($token),
+        )
+    };
 }
 
 const TOKEN: &str = "test-bearer-token-0123456789abcdef";
@@ -72,8 +82,10 @@ const TOKEN: &str = "test-bearer-token-0123456789abcdef";
 async fn rmcp_http_client_works_in_both_eras() {
     let w = World::new().await;
     let s = start(&w, &[]).await;
+    // No token configured: the server created one in its state directory and requires it.
+    let token = w.http_token();
     for era in ["modern", "legacy"] {
-        let transport = StreamableHttpClientTransport::from_uri(s.url.clone());
+        let transport = authed!(s.url, token.clone());
         let client = if era == "modern" {
             PlainClient
                 .serve_with_lifecycle(
@@ -119,14 +131,7 @@ async fn bearer_token_is_required_and_never_forwarded() {
         assert!(resp.headers().get("www-authenticate").is_some());
     }
     // With the token, a real client works; and the platform saw the platform key, never ours.
-    let mut headers = std::collections::HashMap::new();
-    headers.insert(
-        http::HeaderName::from_static("authorization"),
-        http::HeaderValue::from_str(&format!("Bearer {TOKEN}")).unwrap(),
-    );
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(s.url.clone()).custom_headers(headers),
-    );
+    let transport = authed!(s.url, TOKEN);
     let client = PlainClient
         .serve(transport)
         .await
@@ -147,12 +152,14 @@ async fn bearer_token_is_required_and_never_forwarded() {
 async fn wrong_host_or_origin_is_forbidden_and_big_bodies_are_refused() {
     let w = World::new().await;
     let s = start(&w, &[]).await;
+    let bearer = format!("Bearer {}", w.http_token());
     let http = reqwest::Client::new();
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     let post = |host: Option<&str>, origin: Option<&str>| {
         let mut req = http
             .post(&s.url)
             .header("Accept", "application/json, text/event-stream")
+            .header("Authorization", &bearer)
             .json(&ping);
         if let Some(h) = host {
             req = req.header("Host", h);
@@ -185,6 +192,7 @@ async fn wrong_host_or_origin_is_forbidden_and_big_bodies_are_refused() {
         .post(&s.url)
         .header("Accept", "application/json, text/event-stream")
         .header("Content-Type", "application/json")
+        .header("Authorization", &bearer)
         .body(format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{big}\"}}}}"
         ))

@@ -225,6 +225,8 @@ async fn run_bounded(mut cmd: Command, limit: Duration, what: &str) -> Output {
 struct HttpServer {
     child: Child,
     url: String,
+    /// The bearer token the server created in the world's state directory.
+    token: String,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -275,7 +277,17 @@ impl HttpServer {
                 sink.lock().unwrap().push_str(&format!("{line}\n"));
             }
         });
-        HttpServer { child, url, stderr }
+        let token_path = world.home.join(".state/factory-mcp/http-token");
+        let token = std::fs::read_to_string(&token_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", token_path.display()))
+            .trim()
+            .to_string();
+        HttpServer {
+            child,
+            url,
+            token,
+            stderr,
+        }
     }
 
     fn log(&self) -> String {
@@ -323,12 +335,13 @@ async fn python_client(test: &str, transport: Transport, mode: &str) {
         .env_clear()
         .env("PATH", path_with(&peers.node_bin))
         .env("INTEROP_API_KEY", &world.key);
-    if transport == Transport::Stdio {
+    match &server {
         // The script hands PRIME_*, XDG_* and HOME on to the server it spawns.
-        cmd.envs(world.server_env());
-    } else {
-        cmd.env("HOME", &world.home);
-    }
+        None => cmd.envs(world.server_env()),
+        Some(s) => cmd
+            .env("HOME", &world.home)
+            .env("INTEROP_HTTP_TOKEN", &s.token),
+    };
     let out = run_bounded(cmd, PY_LIMIT, &format!("{test}: python client")).await;
     let stdout = text(&out.stdout);
     let server_log = server.as_ref().map(HttpServer::log).unwrap_or_default();
@@ -406,6 +419,7 @@ async fn inspector(
     peers: &Peers,
     world: &World,
     target: &[String],
+    auth: Option<&str>,
     options: &[&str],
     what: &str,
 ) -> Output {
@@ -422,6 +436,10 @@ async fn inspector(
             cmd.arg("-e").arg(format!("{k}={v}"));
         }
     }
+    if let Some(token) = auth {
+        cmd.arg("--header")
+            .arg(format!("Authorization: Bearer {token}"));
+    }
     cmd.arg("--").args(target);
     run_bounded(cmd, INSPECTOR_LIMIT, what).await
 }
@@ -432,6 +450,7 @@ async fn inspector_checks(
     peers: &Peers,
     world: &World,
     target: &[String],
+    auth: Option<&str>,
     label: &str,
 ) -> (Vec<String>, Option<usize>) {
     let mut failures = Vec::new();
@@ -440,7 +459,7 @@ async fn inspector_checks(
         let base = ["--protocol-era", era];
         let what = format!("inspector {label} {era} tools/list --strict");
         let opts = [&base[..], &["--method", "tools/list", "--strict"]].concat();
-        let out = inspector(peers, world, target, &opts, &what).await;
+        let out = inspector(peers, world, target, auth, &opts, &what).await;
         match serde_json::from_slice::<Value>(&out.stdout) {
             Ok(v) => {
                 let n = v["tools"].as_array().map_or(0, Vec::len);
@@ -471,7 +490,7 @@ async fn inspector_checks(
             &["--method", "tools/call", "--tool-name", "whoami"],
         ]
         .concat();
-        let out = inspector(peers, world, target, &opts, &what).await;
+        let out = inspector(peers, world, target, auth, &opts, &what).await;
         let stdout = text(&out.stdout);
         if !out.status.success() {
             failures.push(format!(
@@ -499,7 +518,7 @@ async fn inspector_checks(
             ],
         ]
         .concat();
-        let out = inspector(peers, world, target, &opts, &what).await;
+        let out = inspector(peers, world, target, auth, &opts, &what).await;
         let stdout = text(&out.stdout);
         if !out.status.success() {
             failures.push(format!(
@@ -526,7 +545,7 @@ async fn inspector_cli_stdio() {
     let world = World::start().await;
     let mut target = vec![BIN.to_string()];
     target.extend(world.serve_args());
-    let (failures, size) = inspector_checks(&peers, &world, &target, "stdio").await;
+    let (failures, size) = inspector_checks(&peers, &world, &target, None, "stdio").await;
     println!("inspector stdio: tools/list is {size:?} bytes (compact JSON)");
     world.sb.shutdown().await;
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
@@ -540,7 +559,8 @@ async fn inspector_cli_http() {
     let world = World::start().await;
     let server = HttpServer::start(&world).await;
     let target = vec![server.url.clone()];
-    let (failures, size) = inspector_checks(&peers, &world, &target, "http").await;
+    let (failures, size) =
+        inspector_checks(&peers, &world, &target, Some(&server.token), "http").await;
     println!("inspector http: tools/list is {size:?} bytes (compact JSON)");
     let log = server.log();
     server.stop().await;
@@ -579,6 +599,19 @@ fn client_examples_run_serve_with_a_workspace_and_hold_no_key() {
         let body = std::fs::read_to_string(path).expect("readable");
         let sandbox = rel.starts_with("sandbox/");
         for shape in ["pit_", "sk-", "sandbox-key-", "Bearer "] {
+            // The README explains the HTTP header (`Authorization: Bearer $(cat FILE)`); a
+            // literal token after it is still caught below.
+            if shape == "Bearer " && rel == "README.md" {
+                for (i, _) in body.match_indices(shape) {
+                    let next = &body[i + shape.len()..];
+                    assert!(
+                        next.starts_with("<token>") || next.starts_with("$(cat "),
+                        "{rel}: a bearer token written out: {}",
+                        next.chars().take(12).collect::<String>()
+                    );
+                }
+                continue;
+            }
             assert!(
                 !body.contains(shape),
                 "{rel}: holds something shaped like a key ({shape}…)"

@@ -64,11 +64,13 @@ async fn broken_json_rpc_over_http_is_refused_clearly_and_the_server_keeps_servi
     let w = World::new().await;
     let s = start(&w).await;
     let pid = s.child.id().unwrap();
+    let bearer = format!("Bearer {}", w.http_token());
     let http = reqwest::Client::new();
     let post = |body: Vec<u8>| {
         http.post(&s.url)
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json")
+            .header("Authorization", &bearer)
             .body(body)
             .timeout(Duration::from_secs(20))
             .send()

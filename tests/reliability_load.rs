@@ -77,6 +77,7 @@ fn mem_kib(pid: u32, field: &str) -> u64 {
 async fn tool_call(
     http: &reqwest::Client,
     url: &str,
+    bearer: &str,
     id: u64,
     name: &str,
     args: Value,
@@ -101,6 +102,7 @@ async fn tool_call(
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", "tools/call")
         .header("Mcp-Name", name)
+        .header("Authorization", bearer)
         .json(&body)
         .send()
         .await
@@ -143,6 +145,8 @@ async fn sixty_four_clients_times_two_hundred_read_calls() {
     let s = start(&w).await;
     let pid = s.child.id().expect("pid");
     let url = s.url.clone();
+    // The token the server created in its state directory (none was configured).
+    let bearer = Arc::new(format!("Bearer {}", w.http_token()));
     let mix: Arc<Vec<(&'static str, Value)>> = Arc::new(vec![
         ("whoami", json!({})),
         ("list_runs", json!({"limit": 10})),
@@ -156,7 +160,7 @@ async fn sixty_four_clients_times_two_hundred_read_calls() {
     // Warm up every tool once, so "idle" includes what the first call of each initialises.
     let http = reqwest::Client::new();
     for (i, (name, args)) in mix.iter().enumerate() {
-        tool_call(&http, &url, i as u64, name, args.clone())
+        tool_call(&http, &url, &bearer, i as u64, name, args.clone())
             .await
             .unwrap_or_else(|e| panic!("warm-up {name}: {e}"));
     }
@@ -167,7 +171,7 @@ async fn sixty_four_clients_times_two_hundred_read_calls() {
     let t0 = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for c in 0..clients {
-        let (url, mix, errors) = (url.clone(), mix.clone(), errors.clone());
+        let (url, mix, errors, bearer) = (url.clone(), mix.clone(), errors.clone(), bearer.clone());
         tasks.spawn(async move {
             // Each client has its own connection pool, like a separate assistant.
             let http = reqwest::Client::new();
@@ -176,7 +180,15 @@ async fn sixty_four_clients_times_two_hundred_read_calls() {
             for i in 0..calls {
                 let (name, args) = &mix[(c + i) % mix.len()];
                 let t = Instant::now();
-                let r = tool_call(&http, &url, (c * calls + i) as u64, name, args.clone()).await;
+                let r = tool_call(
+                    &http,
+                    &url,
+                    &bearer,
+                    (c * calls + i) as u64,
+                    name,
+                    args.clone(),
+                )
+                .await;
                 lat.push(t.elapsed());
                 if let Err(e) = r {
                     errors.fetch_add(1, Ordering::Relaxed);
@@ -234,7 +246,7 @@ async fn sixty_four_clients_times_two_hundred_read_calls() {
         "RSS after load {after} KiB vs idle {idle} KiB (peak {peak} KiB)"
     );
     // The server still answers normally.
-    tool_call(&http, &url, 999_999, "whoami", json!({}))
+    tool_call(&http, &url, &bearer, 999_999, "whoami", json!({}))
         .await
         .expect("after load");
 }

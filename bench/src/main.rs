@@ -745,8 +745,14 @@ impl Bench {
         .await
         .context("serve --http did not start in 20 s")??;
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        // No token configured: the server created one, owner-only, in its state directory.
+        let token_path = home.join(".state/factory-mcp/http-token");
+        let token = std::fs::read_to_string(&token_path)
+            .with_context(|| format!("reading {}", token_path.display()))?
+            .trim()
+            .to_string();
 
-        let probe = mcp::connect_http(&url).await?;
+        let probe = mcp::connect_http(&url, &token).await?;
         probe.list_tools(None).await?;
         let idle = procfs::rss_kib(pid).context("rss")?;
         probe.cancel().await?;
@@ -757,7 +763,7 @@ impl Bench {
         for clients in [1usize, 8, 64] {
             let mut conns = Vec::new();
             for _ in 0..clients {
-                conns.push(Arc::new(mcp::connect_http(&url).await?));
+                conns.push(Arc::new(mcp::connect_http(&url, &token).await?));
             }
             for c in &conns {
                 mcp::call(c, "get_run", &args).await?;

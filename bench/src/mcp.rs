@@ -10,7 +10,10 @@ use rmcp::{
         CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
     },
     service::RunningService,
-    transport::{StreamableHttpClientTransport, TokioChildProcess},
+    transport::{
+        StreamableHttpClientTransport, TokioChildProcess,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use secrecy::SecretString;
 use serde_json::Value;
@@ -61,8 +64,11 @@ pub async fn spawn_stdio(
 }
 
 /// Connect to a streamable HTTP endpoint.
-pub async fn connect_http(url: &str) -> anyhow::Result<Client> {
-    let transport = StreamableHttpClientTransport::from_uri(url.to_string());
+/// Connect over streamable HTTP, presenting `token` as the bearer token the server requires.
+pub async fn connect_http(url: &str, token: &str) -> anyhow::Result<Client> {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token),
+    );
     BenchClient
         .serve(transport)
         .await

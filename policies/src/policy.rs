@@ -84,11 +84,38 @@ pub struct GuardPolicy {
 }
 
 /// `[http]`: the streamable-HTTP transport.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpPolicy {
-    /// A file holding the bearer token HTTP clients must present.
+    /// A file holding the bearer token HTTP clients must present. Absent: the token file in the
+    /// state directory (`$XDG_STATE_HOME/factory-mcp/http-token`), created on first use.
     pub auth_token_file: Option<PathBuf>,
+    /// Seconds a connection may take to send a request's headers (also how long an idle
+    /// keep-alive connection stays open); then it is closed.
+    pub header_read_timeout_s: u64,
+    /// Most connections open at once; past it the oldest idle connection is closed to admit a
+    /// new one (a new one is refused with 503 when every connection is busy).
+    pub max_connections: u32,
+    /// Most MCP sessions (2025-11-25 era) alive at once; past it the session idle the longest
+    /// is closed to admit a new one.
+    pub max_sessions: u32,
+}
+
+impl HttpPolicy {
+    pub const DEFAULT_HEADER_READ_TIMEOUT_S: u64 = 10;
+    pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
+    pub const DEFAULT_MAX_SESSIONS: u32 = 128;
+}
+
+impl Default for HttpPolicy {
+    fn default() -> Self {
+        HttpPolicy {
+            auth_token_file: None,
+            header_read_timeout_s: HttpPolicy::DEFAULT_HEADER_READ_TIMEOUT_S,
+            max_connections: HttpPolicy::DEFAULT_MAX_CONNECTIONS,
+            max_sessions: HttpPolicy::DEFAULT_MAX_SESSIONS,
+        }
+    }
 }
 
 /// `[platform]`: timeouts for calls to the Prime API, in seconds.
@@ -250,6 +277,9 @@ impl PolicyError {
 
 const MAX_TIMEOUT_S: u64 = 3600;
 const MAX_PLAN_TTL_SECONDS: u64 = 7 * 24 * 3600;
+const MAX_HEADER_READ_TIMEOUT_S: u64 = 300;
+const MAX_HTTP_CONNECTIONS: u64 = 65_536;
+const MAX_HTTP_SESSIONS: u64 = 65_536;
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = text.get(..offset).unwrap_or(text);
@@ -384,6 +414,34 @@ impl Policy {
                 return Err(PolicyError::key_err(
                     key,
                     format!("must be between 1 and {MAX_TIMEOUT_S} seconds, got {v}"),
+                ));
+            }
+        }
+        let http_ranges: [(&str, u64, u64, u64); 3] = [
+            (
+                "http.header_read_timeout_s",
+                self.http.header_read_timeout_s,
+                1,
+                MAX_HEADER_READ_TIMEOUT_S,
+            ),
+            (
+                "http.max_connections",
+                u64::from(self.http.max_connections),
+                1,
+                MAX_HTTP_CONNECTIONS,
+            ),
+            (
+                "http.max_sessions",
+                u64::from(self.http.max_sessions),
+                1,
+                MAX_HTTP_SESSIONS,
+            ),
+        ];
+        for (key, v, lo, hi) in http_ranges {
+            if !(lo..=hi).contains(&v) {
+                return Err(PolicyError::key_err(
+                    key,
+                    format!("must be between {lo} and {hi}, got {v}"),
                 ));
             }
         }

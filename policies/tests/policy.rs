@@ -49,6 +49,9 @@ fn every_key_is_accepted() {
         env_file = "/etc/factory/secrets.env"
         [http]
         auth_token_file = "/etc/factory/token"
+        header_read_timeout_s = 5
+        max_connections = 64
+        max_sessions = 16
         [platform]
         request_timeout_s = 20
         connect_timeout_s = 5
@@ -61,6 +64,36 @@ fn every_key_is_accepted() {
     assert!(!p.allows_team(Some("team_other")));
     assert!(p.allows_gpu_type("h100_80gb"));
     assert!(!p.allows_gpu_type("A100_80GB"));
+    assert_eq!(
+        (
+            p.http.header_read_timeout_s,
+            p.http.max_connections,
+            p.http.max_sessions
+        ),
+        (5, 64, 16)
+    );
+}
+
+#[test]
+fn http_limits_have_bounded_defaults_and_are_range_checked() {
+    let p = Policy::default();
+    assert!(p.http.header_read_timeout_s <= 10, "the issue's ceiling");
+    assert!(p.http.max_connections >= 64 && p.http.max_sessions >= 16);
+    for (text, key) in [
+        (
+            "[http]\nheader_read_timeout_s = 0",
+            "http.header_read_timeout_s",
+        ),
+        (
+            "[http]\nheader_read_timeout_s = 301",
+            "http.header_read_timeout_s",
+        ),
+        ("[http]\nmax_connections = 0", "http.max_connections"),
+        ("[http]\nmax_sessions = 0", "http.max_sessions"),
+        ("[http]\nmax_sessions = -1", "http.max_sessions"),
+    ] {
+        assert_eq!(key_of(text), key, "{text}");
+    }
 }
 
 #[test]

@@ -1,6 +1,12 @@
 //! Tool gating, derived from the catalogue: `--read-only` hides every tool whose readOnly hint
 //! is false, `--disable-destructive` hides destructive ones, `--toolsets` and `--tools` select.
 //! A hidden tool is not listed, and calling it is a protocol error.
+//!
+//! Selection, as the policy file documents it: with neither list every tool is selected;
+//! `toolsets` selects whole toolsets; `tools` names individual tools, *in addition to* the
+//! toolsets when both are given (`--toolsets account --tools get_run` is the account tools plus
+//! `get_run`), and alone selects exactly those tools. `--read-only` and
+//! `--disable-destructive` then narrow the selection; they never widen it.
 
 use std::collections::BTreeSet;
 
@@ -11,9 +17,9 @@ use factory_tools::catalogue::{CATALOGUE, ToolSpec, Toolset};
 pub struct Gate {
     pub read_only: bool,
     pub disable_destructive: bool,
-    /// `None` = every toolset.
+    /// `None` = no toolset named (every tool, unless `tools` names some).
     pub toolsets: Option<BTreeSet<Toolset>>,
-    /// `None` = every tool (of the selected toolsets).
+    /// Individual tools, added to the toolsets. `None` = none named.
     pub tools: Option<BTreeSet<&'static str>>,
 }
 
@@ -79,17 +85,17 @@ impl Gate {
         if self.disable_destructive && spec.hints.destructive {
             return false;
         }
-        if let Some(sets) = &self.toolsets
-            && !sets.contains(&spec.toolset)
-        {
-            return false;
+        let in_sets = self
+            .toolsets
+            .as_ref()
+            .map(|sets| sets.contains(&spec.toolset));
+        let named = self.tools.as_ref().map(|tools| tools.contains(spec.name));
+        match (in_sets, named) {
+            (None, None) => true,
+            (Some(selected), None) | (None, Some(selected)) => selected,
+            // `tools` adds to the toolsets.
+            (Some(in_set), Some(named)) => in_set || named,
         }
-        if let Some(tools) = &self.tools
-            && !tools.contains(spec.name)
-        {
-            return false;
-        }
-        true
     }
 
     /// The names of the exposed tools.
@@ -147,6 +153,45 @@ mod tests {
         assert!(err.contains("unknown toolset `acount`"), "{err}");
         let err = Gate::new(false, false, None, Some(&["launch".into()])).unwrap_err();
         assert!(err.contains("unknown tool `launch`"), "{err}");
+    }
+
+    #[test]
+    fn tools_add_to_the_toolsets() {
+        let gate = Gate::new(
+            false,
+            false,
+            Some(&["account".into()]),
+            Some(&["get_run".into()]),
+        )
+        .unwrap();
+        assert_eq!(
+            gate.exposed(),
+            vec![
+                "whoami",
+                "list_teams",
+                "list_models",
+                "list_gpus",
+                "get_run"
+            ]
+        );
+        // Read-only still narrows what the two lists select together.
+        let gate = Gate::new(
+            true,
+            false,
+            Some(&["account".into()]),
+            Some(&["fetch_traces".into(), "get_run".into()]),
+        )
+        .unwrap();
+        assert_eq!(
+            gate.exposed(),
+            vec![
+                "whoami",
+                "list_teams",
+                "list_models",
+                "list_gpus",
+                "get_run"
+            ]
+        );
     }
 
     #[test]

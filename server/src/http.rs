@@ -1,8 +1,16 @@
 //! Streamable HTTP transport (`serve --http ADDR`, path `/mcp`): loopback by default, a bearer
-//! token required off loopback (constant-time comparison, 401 with `WWW-Authenticate`), Host and
-//! Origin allowlists against DNS rebinding, and a request body cap.
+//! token always required unless `--no-auth` on loopback (constant-time comparison, 401 with
+//! `WWW-Authenticate`; with none configured one is created in the state directory, see
+//! [`token`]), Host and Origin allowlists against DNS rebinding, a request body cap, and limits
+//! that hold *before* authentication: a header-read timeout, a connection cap that closes the
+//! oldest idle connection ([`conns`]) and a session cap that closes the oldest idle session
+//! ([`sessions`]).
 
-use std::{net::SocketAddr, sync::Arc};
+pub mod conns;
+pub mod sessions;
+pub mod token;
+
+use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{
     Router,
@@ -11,6 +19,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use http::{HeaderValue, StatusCode, header};
+use http_body_util::BodyExt;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::{
     ServerHandler,
     transport::{
@@ -23,6 +33,8 @@ use rmcp::{
 use secrecy::{ExposeSecret, SecretString};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+pub use token::{default_token_path, load_or_create, read_token_file};
 
 /// Largest request body accepted (1 MiB): tool arguments are small; a larger body is refused
 /// with 413 before it is parsed.
@@ -39,16 +51,27 @@ pub struct HttpOptions {
     /// Extra `Origin` values to accept besides loopback origins (scheme://host:port).
     pub extra_allowed_origins: Vec<String>,
     pub max_body_bytes: usize,
+    /// How long a connection may take to send a request's headers (and stay idle between
+    /// requests) before it is closed.
+    pub header_read_timeout: Duration,
+    /// Most connections open at once (further lowered to fit the file-descriptor limit).
+    pub max_connections: usize,
+    /// Most live 2025-11-25-era sessions.
+    pub max_sessions: usize,
 }
 
 impl HttpOptions {
     pub fn loopback(port: u16) -> Self {
+        let defaults = factory_policies::policy::HttpPolicy::default();
         HttpOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], port)),
             auth_token: None,
             extra_allowed_hosts: Vec::new(),
             extra_allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            header_read_timeout: Duration::from_secs(defaults.header_read_timeout_s),
+            max_connections: defaults.max_connections as usize,
+            max_sessions: defaults.max_sessions as usize,
         }
     }
 }
@@ -56,7 +79,7 @@ impl HttpOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error(
-        "refusing to listen on {0}, which is not a loopback address, without a bearer token: pass --auth-token-file FILE (or http.auth_token_file in the policy file), or listen on 127.0.0.1"
+        "refusing to listen on {0}, which is not a loopback address, without a bearer token: pass --auth-token-file FILE (or http.auth_token_file in the policy file), or listen on 127.0.0.1 (--no-auth is allowed on loopback only)"
     )]
     NoTokenOffLoopback(SocketAddr),
     #[error("cannot listen on {addr}: {source}")]
@@ -106,27 +129,145 @@ where
         .with_json_response(true)
         .with_max_request_body_bytes(opts.max_body_bytes)
         .with_cancellation_token(ct);
-    let service = StreamableHttpService::new(
-        move || Ok(make_handler()),
-        LocalSessionManager::default().into(),
-        config,
-    );
+    let sessions = sessions::CappedSessions::new(LocalSessionManager::default(), opts.max_sessions);
+    let service = StreamableHttpService::new(move || Ok(make_handler()), sessions.into(), config);
     let auth = Arc::new(opts.auth_token.clone());
     Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(auth, bearer_auth))
 }
 
-/// Serve until `ct` is cancelled.
+/// How long shutdown waits for open connections to finish their answers.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// File descriptors kept free for everything but client connections (the state database, the
+/// platform's connections, logs).
+const FD_RESERVE: u64 = 64;
+
+/// The connection cap actually used: the configured one, lowered so that open connections
+/// cannot exhaust the process's file descriptors (which would stop `accept` for everyone).
+pub fn effective_max_connections(configured: usize) -> usize {
+    match fd_soft_limit() {
+        Some(limit) => {
+            let room = limit.saturating_sub(FD_RESERVE).max(limit / 2).max(1);
+            configured.min(usize::try_from(room).unwrap_or(usize::MAX))
+        }
+        None => configured,
+    }
+    .max(1)
+}
+
+fn fd_soft_limit() -> Option<u64> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass and reads nothing else.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
+    // `rlim_t` is u64 here but narrower on some targets.
+    #[allow(clippy::unnecessary_cast)]
+    let current = rl.rlim_cur as u64;
+    (rc == 0 && rl.rlim_cur != libc::RLIM_INFINITY).then_some(current)
+}
+
+/// Serve until `ct` is cancelled: HTTP/1.1 connections with a header-read timeout, admitted
+/// through the connection table (oldest idle closed past the cap).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    opts: &HttpOptions,
     ct: CancellationToken,
 ) -> Result<(), HttpError> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { ct.cancelled().await })
-        .await
-        .map_err(HttpError::Serve)
+    let table = conns::ConnTable::new(effective_max_connections(opts.max_connections));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(opts.header_read_timeout)
+        .keep_alive(true);
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            () = ct.cancelled() => break,
+        };
+        while tasks.try_join_next().is_some() {}
+        let stream = match accepted {
+            Ok((stream, _peer)) => stream,
+            Err(e) => {
+                // Out of file descriptors: give one back by closing the oldest idle
+                // connection, then retry. Other errors concern one connection only.
+                if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                    table.evict_oldest_idle();
+                    tracing::warn!(
+                        "out of file descriptors accepting a connection; closed the oldest idle one"
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let conn = match table.admit() {
+            Ok(conn) => conn,
+            Err(conns::AllBusy) => {
+                tracing::warn!(
+                    cap = table.cap(),
+                    "connection cap reached and every connection busy: refused one"
+                );
+                // Best effort, never blocking: the socket is fresh, so its buffer has room.
+                let _ = stream.try_write(
+                    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let requests = conn.requests();
+        let app = app.clone();
+        let service =
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let busy = requests.begin();
+                let app = app.clone();
+                async move {
+                    let response = tower_call(app, req.map(axum::body::Body::new)).await;
+                    // The connection stays busy until the answer's last byte has been handed over.
+                    Ok::<_, Infallible>(response.map(|body| {
+                        axum::body::Body::new(body.map_frame(move |frame| {
+                            let _held = &busy;
+                            frame
+                        }))
+                    }))
+                }
+            });
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        let shutdown = ct.clone();
+        tasks.spawn(async move {
+            let evicted = conn.evicted();
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                // Dropping the connection closes the socket.
+                () = evicted.cancelled() => return,
+                () = shutdown.cancelled() => {}
+            }
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
+            drop(conn);
+        });
+    }
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_secs(1), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    Ok(())
+}
+
+/// One request through the axum app (whose service never fails).
+async fn tower_call(app: Router, req: Request) -> Response {
+    use tower_service::Service;
+    let mut app = app;
+    match app.call(req).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
 }
 
 async fn bearer_auth(
@@ -172,20 +313,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     diff == 0
 }
 
-/// Read a bearer token from a file (trailing whitespace ignored); an empty file is an error.
-pub fn read_token_file(path: &std::path::Path) -> Result<SecretString, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the auth token file {}: {e}", path.display()))?;
-    let token = text.trim();
-    if token.len() < 16 {
-        return Err(format!(
-            "the auth token in {} is shorter than 16 characters; use a long random token (e.g. `openssl rand -hex 32`)",
-            path.display()
-        ));
-    }
-    Ok(SecretString::from(token.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +333,13 @@ mod tests {
         let err = bind(&opts).await.unwrap_err();
         assert!(matches!(err, HttpError::NoTokenOffLoopback(_)));
         assert!(err.to_string().contains("--auth-token-file"));
+    }
+
+    #[test]
+    fn the_connection_cap_leaves_file_descriptors_for_the_rest() {
+        let limit = fd_soft_limit().expect("RLIMIT_NOFILE");
+        let cap = effective_max_connections(usize::MAX);
+        assert!((cap as u64) < limit, "{cap} vs {limit}");
+        assert_eq!(effective_max_connections(8), 8.min(cap));
     }
 }

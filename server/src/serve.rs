@@ -1,7 +1,7 @@
 //! `factory-mcp serve`: build the shared state from the settings and the environment, gate the
 //! catalogue, and serve MCP over stdio (default) or streamable HTTP (`--http ADDR`).
 
-use std::{net::SocketAddr, process::ExitCode, sync::Arc};
+use std::{net::SocketAddr, process::ExitCode, sync::Arc, time::Duration};
 
 use factory_policies::{KnownSecrets, Redactor};
 use factory_tools::{AppState, FactoryServer, state::PlatformOverride};
@@ -38,6 +38,18 @@ pub struct ServeArgs {
     /// Extra Origin to accept over HTTP, as scheme://host:port.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
+    /// With --http on a loopback address only: require no bearer token, so that any local
+    /// process (any user of this machine) can call every tool. Off by default.
+    #[arg(long, requires = "http")]
+    pub no_auth: bool,
+}
+
+/// How `serve --http` authenticates its clients, decided before anything starts.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpAuth {
+    pub listen: SocketAddr,
+    /// `--no-auth`: loopback only.
+    pub no_auth: bool,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -53,7 +65,12 @@ pub struct Prepared {
 }
 
 /// Build the state from settings; errors are for the operator and stop the server at start.
-pub fn prepare(settings: &Settings, over: Option<&PlatformOverride>) -> Result<Prepared, String> {
+/// `http` is `Some` for `serve --http`: the bearer token is then decided (and maybe created).
+pub fn prepare(
+    settings: &Settings,
+    over: Option<&PlatformOverride>,
+    http: Option<HttpAuth>,
+) -> Result<Prepared, String> {
     let policy = settings.policy.clone();
     let gate = Gate::new(
         policy.read_only,
@@ -61,14 +78,13 @@ pub fn prepare(settings: &Settings, over: Option<&PlatformOverride>) -> Result<P
         policy.toolsets.as_deref(),
         policy.tools.as_deref(),
     )?;
-    let http_token = policy
-        .http
-        .auth_token_file
-        .as_deref()
-        .map(http::read_token_file)
-        .transpose()?;
+    let (http_token, redact_only) = match http {
+        Some(auth) => (http_token(settings, auth, &env)?, None),
+        // Over stdio no token is needed, but one that exists is still never echoed.
+        None => (None, existing_token(settings, &env)),
+    };
     let mut extra = KnownSecrets::new();
-    if let Some(token) = &http_token {
+    if let Some(token) = http_token.as_ref().or(redact_only.as_ref()) {
         extra.add("FACTORY_MCP_HTTP_TOKEN", token);
     }
     let built = AppState::build(policy, over, &env, extra)?;
@@ -80,6 +96,74 @@ pub fn prepare(settings: &Settings, over: Option<&PlatformOverride>) -> Result<P
     })
 }
 
+/// The bearer token `serve --http` requires: the configured file; else, on loopback, the
+/// state directory's `http-token` (created owner-only on first use, reused after); `None` only
+/// with `--no-auth` on loopback. Says on stderr where the token is, never what it is.
+pub fn http_token(
+    settings: &Settings,
+    auth: HttpAuth,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<SecretString>, String> {
+    let loopback = auth.listen.ip().is_loopback();
+    if let Some(path) = &settings.policy.http.auth_token_file {
+        if auth.no_auth {
+            return Err(
+                "--no-auth contradicts the configured auth token file (--auth-token-file or \
+                 http.auth_token_file): drop one of them"
+                    .into(),
+            );
+        }
+        let token = http::read_token_file(path)?;
+        eprintln!(
+            "factory-mcp: HTTP clients must send `Authorization: Bearer <token>` with the token in {}",
+            path.display()
+        );
+        return Ok(Some(token));
+    }
+    if !loopback {
+        // No token was chosen by a person: off loopback that is refused, --no-auth or not.
+        return Err(http::HttpError::NoTokenOffLoopback(auth.listen).to_string());
+    }
+    if auth.no_auth {
+        eprintln!(
+            "factory-mcp: WARNING: --no-auth: HTTP requests on {} are NOT authenticated. Any \
+             process on this machine, of any user, can call every tool, spend money through \
+             launches and answer confirmations. Use it only on a single-user machine you trust.",
+            auth.listen
+        );
+        return Ok(None);
+    }
+    let path = http::default_token_path(env).ok_or(
+        "no state directory for the HTTP auth token: set XDG_STATE_HOME or HOME, or pass \
+         --auth-token-file FILE",
+    )?;
+    let (token, created) = http::load_or_create(&path)?;
+    eprintln!(
+        "factory-mcp: HTTP clients must send `Authorization: Bearer <token>` with the token in {} ({})",
+        path.display(),
+        if created {
+            "created now, readable by you only"
+        } else {
+            "reused"
+        }
+    );
+    Ok(Some(token))
+}
+
+/// A token file that already exists (configured or default), read only to redact its value.
+fn existing_token(
+    settings: &Settings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<SecretString> {
+    let path = settings
+        .policy
+        .http
+        .auth_token_file
+        .clone()
+        .or_else(|| http::default_token_path(env))?;
+    http::read_token_file(&path).ok()
+}
+
 /// Run `serve` to completion.
 pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
     let settings = match Settings::load(&args.settings, &env) {
@@ -89,7 +173,11 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let prepared = match prepare(&settings, over.as_ref()) {
+    let auth = args.http.map(|listen| HttpAuth {
+        listen,
+        no_auth: args.no_auth,
+    });
+    let prepared = match prepare(&settings, over.as_ref(), auth) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("factory-mcp: {e}");
@@ -105,6 +193,7 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
         ..
     } = prepared;
     let server = factory_tools::build_server(state, |spec| gate.allows(spec));
+    let limits = settings.policy.http.clone();
     let result = match args.http {
         None => serve_stdio(server).await,
         Some(listen) => {
@@ -114,6 +203,9 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
                 extra_allowed_hosts: args.allowed_hosts,
                 extra_allowed_origins: args.allowed_origins,
                 max_body_bytes: http::DEFAULT_MAX_BODY_BYTES,
+                header_read_timeout: Duration::from_secs(limits.header_read_timeout_s),
+                max_connections: limits.max_connections as usize,
+                max_sessions: limits.max_sessions as usize,
             };
             serve_http(server, opts).await
         }
@@ -144,14 +236,20 @@ async fn serve_http(server: FactoryServer<AppState>, opts: HttpOptions) -> Resul
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let ct = CancellationToken::new();
     let app = http::router(move || server.clone(), &opts, ct.child_token());
-    tracing::info!(%addr, "serving MCP over streamable HTTP at /mcp");
+    tracing::info!(
+        %addr,
+        header_read_timeout_s = opts.header_read_timeout.as_secs(),
+        max_connections = http::effective_max_connections(opts.max_connections),
+        max_sessions = opts.max_sessions,
+        "serving MCP over streamable HTTP at /mcp"
+    );
     eprintln!("factory-mcp: serving MCP at http://{addr}/mcp");
     let shutdown = ct.clone();
     tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
         shutdown.cancel();
     });
-    http::serve(listener, app, ct)
+    http::serve(listener, app, &opts, ct)
         .await
         .map_err(|e| e.to_string())
 }

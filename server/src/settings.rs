@@ -59,15 +59,26 @@ pub struct SettingsArgs {
     /// Toolsets to expose.
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub toolsets: Option<Vec<String>>,
-    /// Individual tools to expose.
+    /// Individual tools to expose, in addition to --toolsets (alone: exactly these tools).
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
     /// Hide destructive tools (cannot be undone by the file).
     #[arg(long)]
     pub disable_destructive: bool,
-    /// For `--http`: file holding the bearer token clients must present.
+    /// For `--http`: file holding the bearer token clients must present [default: created in
+    /// $XDG_STATE_HOME/factory-mcp/http-token].
     #[arg(long, value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
+    /// For `--http`: seconds a connection may take to send its headers (policy key
+    /// http.header_read_timeout_s; default 10).
+    #[arg(long, value_name = "SECONDS")]
+    pub header_read_timeout_s: Option<u64>,
+    /// For `--http`: most connections open at once (http.max_connections; default 256).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<u32>,
+    /// For `--http`: most live sessions of the 2025-11-25 era (http.max_sessions; default 128).
+    #[arg(long, value_name = "N")]
+    pub max_sessions: Option<u32>,
     #[arg(long, value_name = "SECONDS")]
     pub request_timeout_s: Option<u64>,
     #[arg(long, value_name = "SECONDS")]
@@ -262,6 +273,12 @@ impl SettingsArgs {
         set_opt(&mut policy.tools, &self.tools);
         set_opt(&mut policy.http.auth_token_file, &self.auth_token_file);
         set(
+            &mut policy.http.header_read_timeout_s,
+            &self.header_read_timeout_s,
+        );
+        set(&mut policy.http.max_connections, &self.max_connections);
+        set(&mut policy.http.max_sessions, &self.max_sessions);
+        set(
             &mut policy.platform.request_timeout_s,
             &self.request_timeout_s,
         );
@@ -388,6 +405,24 @@ mod tests {
             vec![PathBuf::from("/a"), PathBuf::from("/b")]
         );
         assert_eq!(s.policy.platform.request_timeout_s, 5);
+    }
+
+    #[test]
+    fn http_limits_come_from_the_file_and_flags_win() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let file = write(
+            tmp.path(),
+            "[http]\nheader_read_timeout_s = 3\nmax_connections = 40\nmax_sessions = 9",
+        );
+        let file = file.to_string_lossy().into_owned();
+        let s = Settings::load(&args(&["--config", &file, "--max-sessions", "5"]), &no_env)
+            .expect("merged");
+        assert_eq!(s.policy.http.header_read_timeout_s, 3);
+        assert_eq!(s.policy.http.max_connections, 40);
+        assert_eq!(s.policy.http.max_sessions, 5);
+        let err = Settings::load(&args(&["--header-read-timeout-s", "0"]), &no_env)
+            .expect_err("zero timeout");
+        assert_eq!(err.key(), Some("http.header_read_timeout_s"));
     }
 
     #[test]

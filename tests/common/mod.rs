@@ -167,6 +167,35 @@ impl World {
     pub fn workspace_path(&self) -> PathBuf {
         self.workspace.path().to_path_buf()
     }
+
+    /// The bearer token a `serve --http` of this world created in its state directory.
+    pub fn http_token(&self) -> String {
+        read_http_token(&self.state_dir().join("http-token"))
+    }
+}
+
+/// The token in a token file (as the server reads it: trimmed).
+pub fn read_http_token(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("token file {}: {e}", path.display()))
+        .trim()
+        .to_string()
+}
+
+/// Write `token` to a new file `dir/name`, readable by its owner only (the server refuses a
+/// token file others can read). Created with mode 0600, never wider even for an instant.
+pub fn write_token_file(dir: &std::path::Path, name: &str, token: &str) -> PathBuf {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(name);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("token file {}: {e}", path.display()));
+    writeln!(f, "{token}").expect("write token");
+    path
 }
 
 /// Connect `handler` to a server over `transport` in `era`.

@@ -8,6 +8,7 @@ a shell-quoted string; for `http`, the URL of the MCP endpoint (http://127.0.0.1
 For `stdio` the server is spawned with this process's PRIME_*, XDG_*, FACTORY_MCP_* and RUST_LOG
 variables (on top of the SDK's default inherited environment: HOME, PATH, ...).
 PRIME_API_KEY (or INTEROP_API_KEY, which wins) is the key the server uses: `whoami` must mask it.
+For `http`, INTEROP_HTTP_TOKEN is the bearer token the server requires.
 
 RUN_ID names a run that is RUNNING with some steps done (logs, metrics and traces exist). DEST_DIR
 is a directory inside the server's workspace for `fetch_traces`.
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 import mcp.types as types
 
 EXPECTED_TOOLS = {
@@ -238,7 +241,11 @@ async def main(kind: str, target: str, mode: str, run_id: str, dest_dir: str) ->
         check(isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv), "stdio target: empty command line")
         server: Any = StdioServerParameters(command=argv[0], args=argv[1:], env=server_env())
     elif kind == "http":
-        server = target
+        # The server requires a bearer token (it created one in its state directory).
+        token = os.environ.get("INTEROP_HTTP_TOKEN", "")
+        check(bool(token), "http: INTEROP_HTTP_TOKEN is not set")
+        headers = {"Authorization": f"Bearer {token}"}
+        server = streamable_http_client(target, http_client=create_mcp_http_client(headers=headers))
     else:
         raise CheckFailed(f"transport must be stdio or http, not {kind!r}")
     if mode not in EXPECTED_PROTOCOL:
