@@ -70,9 +70,8 @@ fn put(path: &Path, content: &str) {
 fn jsonc(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
     let opts = jsonc_parser::ParseOptions::default();
-    jsonc_parser::parse_to_serde_value(&text, &opts)
-        .unwrap()
-        .unwrap()
+    let v: Option<Value> = jsonc_parser::parse_to_serde_value(&text, &opts).unwrap();
+    v.unwrap()
 }
 
 fn toml_doc(path: &Path) -> toml::Table {

@@ -9,11 +9,16 @@ use serde_json::Value;
 use super::{Change, Merged};
 
 fn options() -> ParseOptions {
+    // What VS Code's JSONC accepts: comments and trailing commas; nothing looser (a missing
+    // comma, a single-quoted string or a bare key is a malformed file, refused).
     ParseOptions {
         allow_comments: true,
-        allow_loose_object_property_names: false,
         allow_trailing_commas: true,
-        ..ParseOptions::default()
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
     }
 }
 
