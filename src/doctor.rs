@@ -281,13 +281,11 @@ fn state_dir() -> Check {
     let fix_env = "point XDG_STATE_HOME at a directory you can write (the state lives in \
                    $XDG_STATE_HOME/factory-mcp)";
     match std::fs::metadata(&dir) {
-        Ok(m) if !m.is_dir() => {
-            return Check::fail(
-                "state",
-                format!("{shown} exists but is not a directory"),
-                format!("move that file away, or {fix_env}"),
-            );
-        }
+        Ok(m) if !m.is_dir() => Check::fail(
+            "state",
+            format!("{shown} exists but is not a directory"),
+            format!("move that file away, or {fix_env}"),
+        ),
         Ok(m) => {
             use std::os::unix::fs::PermissionsExt as _;
             let mode = m.permissions().mode() & 0o777;
