@@ -2,7 +2,10 @@
 //! crate that owns it. No logic lives here beyond starting the embedded sandbox.
 
 mod demo;
+mod doctor;
 mod embedded;
+mod manpage;
+mod setup;
 
 use std::process::ExitCode;
 
@@ -11,7 +14,7 @@ use clap::{Parser, Subcommand};
 /// MCP tool server for Prime Intellect Model Factory.
 #[derive(Debug, Parser)]
 #[command(name = "factory-mcp", version, about, long_about = None)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -30,6 +33,14 @@ enum Command {
     Approve(factory_server::approve::ApproveArgs),
     /// Walk through the whole workflow on the embedded sandbox through a real MCP client.
     Demo(demo::DemoArgs),
+    /// Add factory-mcp to an assistant's MCP configuration (claude-code, cursor, codex, vscode).
+    Setup(setup::SetupArgs),
+    /// Check the installation: binary, key, team, platform, traces, state, policy, clients.
+    Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(manpage::CompletionsArgs),
+    /// Print the man page.
+    Man(manpage::ManArgs),
 }
 
 #[tokio::main]
@@ -57,5 +68,9 @@ async fn main() -> ExitCode {
         Command::CheckConfig(args) => factory_server::check_config::run(args),
         Command::Guard(args) => factory_server::guard::run(args).await,
         Command::Approve(args) => factory_server::approve::run(args),
+        Command::Setup(args) => setup::run(args),
+        Command::Doctor(args) => doctor::run(args).await,
+        Command::Completions(args) => manpage::completions(args),
+        Command::Man(args) => manpage::man(args),
     }
 }
