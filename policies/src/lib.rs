@@ -1,10 +1,20 @@
-//! Decisions: the secret guard, redaction, path containment, the policy file, plans and
-//! digests, budgets, allowlists, confirmation rules and the duplicate decision (pure modules);
-//! and, in their own modules, the durable journal and the audit log (the only I/O here).
+//! Every allow/deny/which-path decision, as pure functions over typed inputs: the secret
+//! guard, redaction, path containment, the policy file (`policy`), digests, prices and budgets
+//! (`launch`), duplicates and repeated failures (`duplicates`), what the assistant may
+//! override (`overrides`), which secrets a run may receive (`forwarding`), who confirms through
+//! which channel (`confirmation`), the dispatch settle rules (`dispatch`) and the lifecycle
+//! preconditions (`lifecycle`). Plus the state store (`store`: plans, approvals, the dispatch
+//! and volume journal, nonces, the audit log) — the only I/O here.
 
+pub mod confirmation;
 mod detect;
+pub mod dispatch;
+pub mod duplicates;
+pub mod forwarding;
 pub mod launch;
+pub mod lifecycle;
 pub mod mask;
+pub mod overrides;
 pub mod paths;
 pub mod policy;
 pub mod redact;

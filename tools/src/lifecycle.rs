@@ -1,12 +1,17 @@
-//! Lifecycle tools: `pause_run`, `restart_run` and `delete_run`. A delete is always confirmed by
-//! a person (the client's dialog, or an intent approved with `factory-mcp approve`), whatever
-//! the policy's `confirm` mode, and the run's identity is re-checked after the yes.
+//! The lifecycle toolset: `stop_run`, `pause_run`, `restart_run` and `delete_run`. Which status
+//! allows what is the policy's decision (`factory_policies::lifecycle`). A delete is always
+//! confirmed by a person (the client's dialog, or an intent approved with `factory-mcp
+//! approve`), whatever the policy's `confirm` mode, and the run's identity is re-checked after
+//! the yes.
 
 use std::{sync::Arc, time::Duration};
 
 use chrono::Utc;
+use factory_platform::wire::runs::RunStatus;
 use factory_policies::{
+    confirmation::Action,
     launch,
+    lifecycle::{self, Pause},
     store::{Claim, Decision, DispatchState, PlanRecord},
 };
 use schemars::JsonSchema;
@@ -14,19 +19,123 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::{
-    launch::{audit, confirm, new_plan_id},
-    reply::{Outcome, ToolError, ToolResult},
-    runs::{RunIdArgs, fetch_run},
-    server::{Call, ToolDef, tool},
-    state::{AppState, check_id, platform_error},
+    audit::audit,
+    catalogue,
+    confirm::{Ask, confirm},
+    error::ToolError,
+    ids::{PlanId, RunId},
+    reply::{Outcome, ToolResult},
+    run_view::fetch_run,
+    runs::RunIdArgs,
+    server::{Call, ServerTool},
+    state::{AppState, platform_error},
 };
 
-pub fn tools() -> Vec<ToolDef<AppState>> {
+pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
     vec![
-        tool("pause_run", pause_run),
-        tool("restart_run", restart_run),
-        tool("delete_run", delete_run),
+        ServerTool::new(&catalogue::STOP_RUN, stop_run),
+        ServerTool::new(&catalogue::PAUSE_RUN, pause_run),
+        ServerTool::new(&catalogue::RESTART_RUN, restart_run),
+        ServerTool::new(&catalogue::DELETE_RUN, delete_run),
     ]
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StopRunArgs {
+    pub run_id: String,
+    /// Wait for a terminal state (default true).
+    pub wait: Option<bool>,
+    /// Longest wait in seconds, 1 to 300 (default 60).
+    #[schemars(range(min = 1, max = 300))]
+    pub timeout_s: Option<u64>,
+    /// Once terminal and its checkpoints are settled, end with the run report (run_report).
+    pub then_report: Option<bool>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct StopOut {
+    pub run_id: String,
+    pub status: String,
+    pub terminal: bool,
+    /// The run was already in a terminal state: nothing was sent.
+    pub already_stopped: bool,
+    pub note: Option<String>,
+    /// With then_report: the end-of-run report.
+    pub report: Option<crate::runs::report::RunReport>,
+}
+
+async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolResult<StopOut> {
+    let run = fetch_run(&state, &args.run_id).await?;
+    let budget = Duration::from_secs(args.timeout_s.unwrap_or(60).clamp(1, 300));
+    let want_report = args.then_report.unwrap_or(false);
+    if !lifecycle::needs_stop(&run.run_status()) {
+        let report = if want_report {
+            Some(crate::runs::report::report_when_synced(&state, &run.id, budget).await?)
+        } else {
+            None
+        };
+        audit(
+            &state,
+            "stop_run",
+            "already_terminal",
+            None,
+            Some(&run.id),
+            json!({"status": run.status}),
+        );
+        return Ok(Outcome::done(
+            format!("Run {} is already {}: nothing to stop", run.id, run.status),
+            StopOut {
+                run_id: run.id.clone(),
+                status: run.status.clone(),
+                terminal: true,
+                already_stopped: true,
+                note: Some("No stop was sent.".into()),
+                report,
+            },
+        ));
+    }
+    let platform = state.platform()?;
+    let stopped = platform.stop_run(&run.id).await.map_err(|e| {
+        platform_error(
+            &format!(
+                "stop run {} (call get_run to see its state before retrying)",
+                run.id
+            ),
+            &e,
+        )
+    })?;
+    audit(
+        &state,
+        "stop_run",
+        "stop_sent",
+        None,
+        Some(&run.id),
+        json!({"status": stopped.status}),
+    );
+    let mut last = stopped;
+    if (args.wait.unwrap_or(true) || want_report) && !last.is_terminal() {
+        last = platform
+            .wait_until_terminal(last, state.limits.stop_poll, budget)
+            .await;
+    }
+    let terminal = last.is_terminal();
+    let report = if want_report && terminal {
+        Some(crate::runs::report::report_when_synced(&state, &last.id, budget).await?)
+    } else {
+        None
+    };
+    Ok(Outcome::done(
+        format!("Run {} is {}", last.id, last.status),
+        StopOut {
+            run_id: last.id.clone(),
+            status: last.status.clone(),
+            terminal,
+            already_stopped: false,
+            note: (!terminal).then(|| "The stop was accepted but the run has not reached a terminal state yet; get_run shows it.".to_string()),
+            report,
+        },
+    ))
 }
 
 /// How long a delete intent waits for its approval.
@@ -41,7 +150,8 @@ pub struct LifecycleOut {
 
 async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolResult<LifecycleOut> {
     let run = fetch_run(&state, &args.run_id).await?;
-    if run.status.eq_ignore_ascii_case("PAUSED") || run.status.eq_ignore_ascii_case("PAUSING") {
+    let decision = lifecycle::pause(&run.run_status());
+    if decision == Pause::AlreadyPaused {
         return Ok(Outcome::done(
             format!("Run {} is already {}", run.id, run.status),
             LifecycleOut {
@@ -51,7 +161,7 @@ async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolRe
             },
         ));
     }
-    if !run.status.eq_ignore_ascii_case("RUNNING") {
+    if decision == Pause::Refused {
         return Err(ToolError::new(format!(
             "Run {} is {}: only a RUNNING run can be paused.",
             run.id, run.status
@@ -76,7 +186,7 @@ async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolRe
         json!({"status": answer.status}),
     );
     // Pausing settles on PAUSED; wait (bounded) like the CLI's stop does.
-    let settled = if answer.status.eq_ignore_ascii_case("PAUSED") {
+    let settled = if RunStatus::parse(&answer.status) == RunStatus::Paused {
         answer.status.clone()
     } else {
         let now = platform
@@ -104,7 +214,7 @@ async fn restart_run(
     _call: Call,
 ) -> ToolResult<LifecycleOut> {
     let run = fetch_run(&state, &args.run_id).await?;
-    if !run.status.eq_ignore_ascii_case("RUNNING") {
+    if !lifecycle::may_restart(&run.run_status()) {
         return Err(ToolError::new(format!(
             "Run {} is {}: only a RUNNING run can be restarted from its last checkpoint.",
             run.id, run.status
@@ -156,9 +266,9 @@ pub struct DeleteOut {
 }
 
 async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolResult<DeleteOut> {
-    check_id("run", &args.run_id)?;
+    RunId::parse(&args.run_id)?;
     let run = fetch_run(&state, &args.run_id).await?;
-    if launch::is_active_status(&run.status) {
+    if !lifecycle::may_delete(&run.run_status()) {
         return Err(ToolError::new(format!(
             "Run {} is {}: a run that holds GPUs is not deleted. Stop it first (stop_run), then delete it.",
             run.id, run.status
@@ -203,7 +313,7 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
         }
         Some(p) => p,
         None => {
-            let id = new_plan_id();
+            let id = PlanId::generate().to_string();
             let summary = format!(
                 "PERMANENTLY DELETE run {} ({}, {}, model {}, created {}). Its record, logs and metrics go; this cannot be undone.",
                 run.id,
@@ -229,12 +339,25 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
         }
     };
     // Always a person, whatever `confirm` says.
-    if let Some(resp) = confirm(&state, store, &intent, "delete_run", &call).await? {
+    let ask = Ask {
+        tool: "delete_run",
+        action: Action::Delete,
+        what: "deletion",
+        // The same words as a launch's dialog (kept as they were; see the closing note).
+        question: format!("{}\n\nApprove this billable launch?", intent.summary_text),
+        tick: "Tick to launch (billable)",
+        again_with: format!(" with intent_id: \"{}\"", intent.id),
+    };
+    if let Some(resp) = confirm(&state, store, &intent, ask, &call).await? {
         return Ok(Outcome::Response(Box::new(resp)));
     }
     // After the yes: the run is still the one shown, and still not active.
     let again = fetch_run(&state, &run.id).await?;
-    if again.name != run.name || launch::is_active_status(&again.status) {
+    if !lifecycle::delete_still_valid(
+        run.name.as_deref(),
+        again.name.as_deref(),
+        &again.run_status(),
+    ) {
         return Err(ToolError::new(format!(
             "Run {} changed since it was shown ({} → {}): nothing was deleted; call delete_run again.",
             run.id, run.status, again.status
