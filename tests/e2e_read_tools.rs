@@ -331,6 +331,11 @@ async fn tools_list_is_stable_and_small() {
     // under the size that makes clients drop tools. A jump means a schema went wrong.
     assert!(bytes < 48_000, "tools/list grew to {bytes} bytes");
     insta::assert_json_snapshot!("tools_list", value);
+    // One reviewed schema snapshot per tool, so a change reviews as that tool's diff.
+    for tool in value.as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        insta::assert_json_snapshot!(format!("tool_{name}"), tool);
+    }
     c.cancel().await.unwrap();
 }
 

@@ -190,7 +190,7 @@ async fn spend(
         (Err(e), _) => return empty_spend(e.message),
         (_, Err(e)) => return empty_spend(format!("cannot price active runs: {e}")),
     };
-    let active = crate::spend::active_spend(state, &runs, &models);
+    let active = crate::spend::active_spend(state, &runs, &models).await;
     let total: f64 = active.iter().filter_map(|a| a.rate_per_hour_usd).sum();
     let mut limits = Vec::new();
     if let Some(cap) = state.policy.max_active_cost_per_hour_usd {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::state::AppState;
 
 /// Record `action` by `tool` (the actor), about a plan and/or a run.
-pub(crate) fn audit(
+pub(crate) async fn audit(
     state: &AppState,
     tool: &str,
     action: &str,
@@ -25,7 +25,7 @@ pub(crate) fn audit(
             outcome: action.into(),
             detail,
         };
-        if let Err(e) = store.audit(&event) {
+        if let Err(e) = store.audit(&event).await {
             tracing::warn!(error = %e, "could not write the audit log");
         }
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::Utc;
 use factory_policies::{
     confirmation::{self, Action, Channel, Client},
-    store::{Decision, PlanRecord, Store},
+    store::{Decision, PlanRecord, StateStore},
 };
 use rmcp::model::{
     CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
@@ -63,13 +63,14 @@ pub(crate) fn person_needed(state: &AppState, action: Action) -> bool {
 /// (the input-required round trip). `Err`: refused, or no way to ask.
 pub(crate) async fn confirm(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     plan: &PlanRecord,
     ask: Ask<'_>,
     call: &Call,
 ) -> Result<Option<CallToolResponse>, ToolError> {
     let decision = store
         .decision(&plan.id)
+        .await
         .map_err(|e| ToolError::unavailable(format!("cannot read approvals: {e}")))?;
     if let Some(d) = decision {
         return match d.decision {
@@ -92,10 +93,10 @@ pub(crate) async fn confirm(
     match confirmation::channel(state.policy.confirm, ask.action, client) {
         Channel::NotNeeded => Ok(None),
         Channel::InputRequired => match &call.request_state {
-            None => ask_input_required(state, store, plan, &ask).map(Some),
-            Some(sealed) => {
-                answer_input_required(state, store, plan, &ask, call, sealed).map(|()| None)
-            }
+            None => ask_input_required(state, store, plan, &ask).await.map(Some),
+            Some(sealed) => answer_input_required(state, store, plan, &ask, call, sealed)
+                .await
+                .map(|()| None),
         },
         Channel::Elicitation => ask_elicitation(state, store, plan, ask, call)
             .await
@@ -108,7 +109,8 @@ pub(crate) async fn confirm(
                 Some(&plan.id),
                 None,
                 json!({}),
-            );
+            )
+            .await;
             Err(ToolError::needs_person(format!(
                 "A person must approve this and this client cannot show a confirmation dialog. Ask the user to run `factory-mcp approve {}` in their terminal, then call {} again{}. Nothing was done.\n\n{}",
                 plan.id, ask.tool, ask.again_with, plan.summary_text
@@ -118,7 +120,7 @@ pub(crate) async fn confirm(
 }
 
 /// A "no" in either dialog: audited under the calling tool, nothing done.
-fn declined(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>, via: &str) -> ToolError {
+async fn declined(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>, via: &str) -> ToolError {
     audit(
         state,
         ask.tool,
@@ -126,16 +128,18 @@ fn declined(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>, via: &str) -> To
         Some(&plan.id),
         None,
         json!({"via": via}),
-    );
+    )
+    .await;
     ToolError::new(format!(
         "The {} for plan {} was declined: nothing was done.",
         ask.what, plan.id
     ))
 }
 
-fn codec(store: &Store) -> Result<RequestStateCodec, ToolError> {
+async fn codec(store: &dyn StateStore) -> Result<RequestStateCodec, ToolError> {
     let key = store
         .request_state_key()
+        .await
         .map_err(|e| ToolError::unavailable(format!("cannot read the request-state key: {e}")))?;
     RequestStateCodec::try_new(secrecy::ExposeSecret::expose_secret(&key).to_vec())
         .map_err(|e| ToolError::unavailable(format!("request-state key unusable: {e}")))
@@ -147,13 +151,13 @@ fn associated_data(ask: &Ask<'_>, plan: &PlanRecord) -> String {
 }
 
 /// First leg of the round trip: the question, with the sealed state to come back with.
-fn ask_input_required(
+async fn ask_input_required(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     plan: &PlanRecord,
     ask: &Ask<'_>,
 ) -> Result<CallToolResponse, ToolError> {
-    let codec = codec(store)?;
+    let codec = codec(store).await?;
     let sealed = SealedConfirm {
         plan_id: plan.id.clone(),
         request_digest: plan.request_digest.clone(),
@@ -190,20 +194,21 @@ fn ask_input_required(
         Some(&plan.id),
         None,
         json!({"via": "input_required"}),
-    );
+    )
+    .await;
     Ok(InputRequiredResult::new(Some(reqs), Some(state_str)).into())
 }
 
 /// Second leg: open the sealed state, spend its nonce, read the answer.
-fn answer_input_required(
+async fn answer_input_required(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     plan: &PlanRecord,
     ask: &Ask<'_>,
     call: &Call,
     sealed: &str,
 ) -> Result<(), ToolError> {
-    let codec = codec(store)?;
+    let codec = codec(store).await?;
     let payload = codec
         .open_with(sealed, associated_data(ask, plan).as_bytes())
         .map_err(|_| {
@@ -224,6 +229,7 @@ fn answer_input_required(
             &sc.nonce,
             Utc::now() + chrono::Duration::from_std(CONFIRM_TTL).unwrap_or_default(),
         )
+        .await
         .map_err(|e| ToolError::unavailable(format!("cannot record the confirmation: {e}")))?;
     if !first_use {
         audit(
@@ -233,7 +239,8 @@ fn answer_input_required(
             Some(&plan.id),
             None,
             json!({}),
-        );
+        )
+        .await;
         return Err(ToolError::new(
             "This confirmation was already used: a confirmation answers one launch only. Call launch_run again.",
         ));
@@ -252,25 +259,27 @@ fn answer_input_required(
                     == Some(true)
         });
     if !accepted {
-        return Err(declined(state, plan, ask, "input_required"));
+        return Err(declined(state, plan, ask, "input_required").await);
     }
-    approved(state, store, plan, ask, "input_required")
+    approved(state, store, plan, ask, "input_required").await
 }
 
 /// The legacy `elicitation/create` request.
 async fn ask_elicitation(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     plan: &PlanRecord,
     ask: Ask<'_>,
     call: &Call,
 ) -> Result<(), ToolError> {
     match call.ctx.peer.elicit::<Confirm>(ask.question.clone()).await {
-        Ok(Some(Confirm { confirm: true })) => approved(state, store, plan, &ask, "elicitation"),
+        Ok(Some(Confirm { confirm: true })) => {
+            approved(state, store, plan, &ask, "elicitation").await
+        }
         Ok(_)
         | Err(rmcp::service::ElicitationError::UserDeclined)
         | Err(rmcp::service::ElicitationError::UserCancelled) => {
-            Err(declined(state, plan, &ask, "elicitation"))
+            Err(declined(state, plan, &ask, "elicitation").await)
         }
         Err(e) => Err(ToolError::needs_person(format!(
             "Could not ask for confirmation ({e}). Run `factory-mcp approve {}` in a terminal, then call {} again.",
@@ -280,15 +289,16 @@ async fn ask_elicitation(
 }
 
 /// Record the yes (so a retry is not asked again) and audit it.
-fn approved(
+async fn approved(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     plan: &PlanRecord,
     ask: &Ask<'_>,
     via: &str,
 ) -> Result<(), ToolError> {
     store
         .record_decision(&plan.id, Decision::Approved, "elicitation")
+        .await
         .map_err(|e| ToolError::unavailable(format!("cannot record the decision: {e}")))?;
     audit(
         state,
@@ -297,6 +307,7 @@ fn approved(
         Some(&plan.id),
         None,
         json!({"via": via}),
-    );
+    )
+    .await;
     Ok(())
 }

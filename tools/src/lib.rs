@@ -76,6 +76,30 @@ mod tests {
     }
 
     #[test]
+    fn each_toolset_module_registers_exactly_its_catalogue_toolset() {
+        use catalogue::Toolset;
+        for (toolset, defs) in [
+            (Toolset::Account, account::tools()),
+            (Toolset::Config, config_tool::tools()),
+            (Toolset::Launch, launch::tools()),
+            (Toolset::Lifecycle, lifecycle::tools()),
+            (Toolset::Runs, runs::tools()),
+            (Toolset::Traces, traces::tools()),
+            (Toolset::Artifacts, artifacts::tools()),
+        ] {
+            let mut got: Vec<&str> = defs.iter().map(|d| d.spec.name).collect();
+            got.sort_unstable();
+            let mut want: Vec<&str> = catalogue::CATALOGUE
+                .iter()
+                .filter(|t| t.toolset == toolset)
+                .map(|t| t.name)
+                .collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "{}", toolset.name());
+        }
+    }
+
+    #[test]
     fn every_input_schema_is_portable_and_every_output_schema_is_an_object() {
         for def in all_tools() {
             let input = serde_json::Value::Object((*def.tool.input_schema).clone());

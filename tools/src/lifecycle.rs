@@ -82,7 +82,8 @@ async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolR
             None,
             Some(&run.id),
             json!({"status": run.status}),
-        );
+        )
+        .await;
         return Ok(Outcome::done(
             format!("Run {} is already {}: nothing to stop", run.id, run.status),
             StopOut {
@@ -112,7 +113,8 @@ async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolR
         None,
         Some(&run.id),
         json!({"status": stopped.status}),
-    );
+    )
+    .await;
     let mut last = stopped;
     if (args.wait.unwrap_or(true) || want_report) && !last.is_terminal() {
         last = platform
@@ -184,7 +186,8 @@ async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolRe
         None,
         Some(&run.id),
         json!({"status": answer.status}),
-    );
+    )
+    .await;
     // Pausing settles on PAUSED; wait (bounded) like the CLI's stop does.
     let settled = if RunStatus::parse(&answer.status) == RunStatus::Paused {
         answer.status.clone()
@@ -236,7 +239,8 @@ async fn restart_run(
         None,
         Some(&run.id),
         json!({"status": restarted.status}),
-    );
+    )
+    .await;
     Ok(Outcome::done(
         format!(
             "Run {} is restarting from its last checkpoint ({})",
@@ -282,6 +286,7 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
         Some(id) => {
             let plan = store
                 .get_plan(id)
+                .await
                 .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
                 .ok_or_else(|| {
                     ToolError::new(format!(
@@ -296,13 +301,19 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
             }
             Some(plan)
         }
-        None => store
-            .plans_by_content_digest(&digest)
-            .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
-            .into_iter()
-            .filter(|p| !p.is_expired(now))
-            .filter(|p| !matches!(store.dispatch(&p.id), Ok(Some(_))))
-            .max_by_key(|p| p.created_at),
+        None => {
+            let mut open = Vec::new();
+            for p in store
+                .plans_by_content_digest(&digest)
+                .await
+                .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
+            {
+                if !p.is_expired(now) && !matches!(store.dispatch(&p.id).await, Ok(Some(_))) {
+                    open.push(p);
+                }
+            }
+            open.into_iter().max_by_key(|p| p.created_at)
+        }
     };
     let intent = match existing {
         Some(p) if p.is_expired(now) => {
@@ -334,6 +345,7 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
             };
             store
                 .put_plan(&plan)
+                .await
                 .map_err(|e| ToolError::new(format!("cannot record the delete intent: {e}")))?;
             plan
         }
@@ -363,7 +375,10 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
             run.id, run.status, again.status
         )));
     }
-    match store.claim_dispatch(&intent.id, Duration::from_secs(120)) {
+    match store
+        .claim_dispatch(&intent.id, Duration::from_secs(120))
+        .await
+    {
         Ok(Claim::Claimed(_)) => {}
         Ok(Claim::Existing(rec)) if matches!(rec.state, DispatchState::Dispatched { .. }) => {
             return Ok(Outcome::done(
@@ -386,7 +401,9 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
     }
     match state.platform()?.delete_run(&run.id).await {
         Ok(_) => {
-            let _ = store.mark_dispatched(&intent.id, &run.id, &json!({"deleted": true}));
+            let _ = store
+                .mark_dispatched(&intent.id, &run.id, &json!({"deleted": true}))
+                .await;
             audit(
                 &state,
                 "delete_run",
@@ -394,7 +411,8 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
                 Some(&intent.id),
                 Some(&run.id),
                 json!({}),
-            );
+            )
+            .await;
             Ok(Outcome::done(
                 format!("Deleted run {}", run.id),
                 DeleteOut {
@@ -405,8 +423,10 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
             ))
         }
         Err(e) => {
-            let _ = store.mark_failed(&intent.id, &e.to_string());
-            let _ = store.record_decision(&intent.id, Decision::Approved, "kept");
+            let _ = store.mark_failed(&intent.id, &e.to_string()).await;
+            let _ = store
+                .record_decision(&intent.id, Decision::Approved, "kept")
+                .await;
             Err(platform_error(&format!("delete run {}", run.id), &e))
         }
     }

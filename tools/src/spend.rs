@@ -29,16 +29,16 @@ pub(crate) async fn owner_runs(
 }
 
 /// Active runs with their rates: journalled for runs we launched, estimated for the others.
-pub(crate) fn active_spend(
+pub(crate) async fn active_spend(
     state: &AppState,
     runs: &[RlRun],
     models: &AvailableModels,
 ) -> Vec<ActiveRun> {
-    let journalled: Vec<(String, Option<f64>)> = state
-        .store()
-        .ok()
-        .and_then(|s| s.dispatched_runs().ok())
-        .unwrap_or_default()
+    let dispatched = match state.store() {
+        Ok(s) => s.dispatched_runs().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    let journalled: Vec<(String, Option<f64>)> = dispatched
         .into_iter()
         .filter_map(|d| match d.state {
             DispatchState::Dispatched { run_id, details } => Some((

@@ -7,7 +7,8 @@ use factory_platform::{PlatformClient, PlatformError, PlatformSettings, SettingS
 use std::sync::Arc;
 
 use factory_policies::{
-    KnownSecrets, Policy, Redactor, SecretGuard, Workspace, forwarding, store::Store,
+    KnownSecrets, Policy, Redactor, SecretGuard, Workspace, forwarding,
+    store::{StateStore, Store},
 };
 use secrecy::SecretString;
 use serde_json::Value;
@@ -66,7 +67,7 @@ pub struct AppState {
     /// The platform is the embedded simulator: results say so.
     pub sandbox: bool,
     pub limits: Limits,
-    store: Result<Arc<Store>, ToolError>,
+    store: Result<Arc<dyn StateStore>, ToolError>,
     /// Values of the secrets a run may receive (WANDB_API_KEY, HF_TOKEN), by name.
     forwardable: Vec<(String, SecretString)>,
 }
@@ -95,12 +96,20 @@ impl AppState {
 
     /// Use this durable state store (plans, approvals, the dispatch journal, the audit log).
     pub fn with_store(mut self, store: Result<Arc<Store>, String>) -> Self {
-        self.store = store.map_err(|why| unavailable_store(&why));
+        self.store = store
+            .map(|s| s as Arc<dyn StateStore>)
+            .map_err(|why| unavailable_store(&why));
+        self
+    }
+
+    /// Use this state store backend (any [`StateStore`]).
+    pub fn with_state_store(mut self, store: Arc<dyn StateStore>) -> Self {
+        self.store = Ok(store);
         self
     }
 
     /// The state store, or why there is none.
-    pub fn store(&self) -> Result<&Store, ToolError> {
+    pub fn store(&self) -> Result<&dyn StateStore, ToolError> {
         self.store.as_deref().map_err(Clone::clone)
     }
 

@@ -82,16 +82,16 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
         .available_models(&scope_of(&team))
         .await
         .map_err(|e| platform_error("list models for rates", &e))?;
-    let active = active_spend(state, &runs, &models);
+    let active = active_spend(state, &runs, &models).await;
     let g = &state.policy.guard;
     let action = g.action;
 
     // Step budgets declared by the runs we launched.
-    let budgets: Vec<(String, i64)> = state
-        .store()
-        .ok()
-        .and_then(|s| s.dispatched_runs().ok())
-        .unwrap_or_default()
+    let dispatched = match state.store() {
+        Ok(s) => s.dispatched_runs().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    let budgets: Vec<(String, i64)> = dispatched
         .into_iter()
         .filter_map(|d| match d.state {
             DispatchState::Dispatched { run_id, details } => details
@@ -167,11 +167,11 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
         }
     }
 
-    let acted_before: Vec<String> = state
-        .store()
-        .ok()
-        .and_then(|s| s.audit_entries(10_000).ok())
-        .unwrap_or_default()
+    let entries = match state.store() {
+        Ok(s) => s.audit_entries(10_000).await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    let acted_before: Vec<String> = entries
         .into_iter()
         .filter(|e| e.event.actor == "guard" && e.event.outcome == "acted")
         .filter_map(|e| e.event.run_id)
@@ -203,15 +203,17 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
             match result {
                 Ok(status) => {
                     if let Ok(store) = state.store() {
-                        let _ = store.audit(
-                            &factory_policies::store::AuditEvent::new(
-                                "guard",
-                                act.as_str(),
-                                "acted",
+                        let _ = store
+                            .audit(
+                                &factory_policies::store::AuditEvent::new(
+                                    "guard",
+                                    act.as_str(),
+                                    "acted",
+                                )
+                                .run(&id)
+                                .detail(json!({"reason": reason, "status": status})),
                             )
-                            .run(&id)
-                            .detail(json!({"reason": reason, "status": status})),
-                        );
+                            .await;
                     }
                     "acted".to_string()
                 }
@@ -223,7 +225,8 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
                         None,
                         Some(&id),
                         json!({"reason": reason, "error": e.to_string()}),
-                    );
+                    )
+                    .await;
                     format!("failed: {e}")
                 }
             }

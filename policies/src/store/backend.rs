@@ -230,7 +230,11 @@ mod tests {
             body: serde_json::json!({}),
         };
         store.put_plan(&plan).await.unwrap();
-        assert_eq!(store.get_plan("plan_x").await.unwrap(), Some(plan));
+        let back = store.get_plan("plan_x").await.unwrap().unwrap();
+        assert_eq!(
+            (back.id, back.request_digest),
+            (plan.id, plan.request_digest)
+        );
         assert!(
             store
                 .claim_dispatch("plan_x", Duration::from_secs(60))

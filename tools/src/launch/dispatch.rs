@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 use factory_platform::{PlatformClient, PlatformError, wire::runs::CreateRunResponse};
 use factory_policies::{
     dispatch::{self, ClaimConflict},
-    store::{Claim, PlanRecord, Store},
+    store::{Claim, PlanRecord, StateStore},
 };
 use serde_json::json;
 
@@ -67,7 +67,8 @@ async fn dispatch_inner(
         Some(&plan.id),
         None,
         json!({"run_name": body.run_name, "kind": body.kind}),
-    );
+    )
+    .await;
     let answer = match wire_request(state, body)? {
         WireRequest::Resume(from, request) => platform.resume_run(&from, &request).await,
         WireRequest::Create(request) => platform.create_run(&request).await,
@@ -76,7 +77,7 @@ async fn dispatch_inner(
         Ok(resp) => dispatched(state, store, platform, plan, body, resp, volume_created).await,
         Err(e) if e.is_ambiguous() => lost_answer(state, store, platform, plan, body, e).await,
         Err(e) => {
-            let _ = store.mark_failed(&plan.id, &e.to_string());
+            let _ = store.mark_failed(&plan.id, &e.to_string()).await;
             audit(
                 state,
                 "launch_run",
@@ -84,7 +85,8 @@ async fn dispatch_inner(
                 Some(&plan.id),
                 None,
                 json!({"error": e.to_string()}),
-            );
+            )
+            .await;
             Err(platform_error(
                 &format!("launch plan {} (nothing was created)", plan.id),
                 &e,
@@ -96,7 +98,7 @@ async fn dispatch_inner(
 /// Claim the plan's dispatch. `Ok(Some(..))`: the plan was dispatched meanwhile (its run).
 async fn claim(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     platform: &PlatformClient,
     plan: &PlanRecord,
 ) -> Result<Option<Outcome<LaunchOut>>, ToolError> {
@@ -107,13 +109,13 @@ async fn claim(
             plan.id
         ))
     };
-    let rec = match store
-        .claim_dispatch(&plan.id, lease)
-        .map_err(|e| ToolError::unavailable(format!("cannot write the dispatch journal: {e}")))?
-    {
-        Claim::Claimed(_) => return Ok(None),
-        Claim::Existing(rec) => rec,
-    };
+    let rec =
+        match store.claim_dispatch(&plan.id, lease).await.map_err(|e| {
+            ToolError::unavailable(format!("cannot write the dispatch journal: {e}"))
+        })? {
+            Claim::Claimed(_) => return Ok(None),
+            Claim::Existing(rec) => rec,
+        };
     match dispatch::on_claim_conflict(&rec.state) {
         ClaimConflict::ReturnRun { run_id, details } => {
             let run = platform.get_run(run_id).await.ok();
@@ -123,7 +125,7 @@ async fn claim(
             )))
         }
         // Its holder died; reconciliation just before found no run.
-        ClaimConflict::TakeOver => match store.take_over(&plan.id, lease) {
+        ClaimConflict::TakeOver => match store.take_over(&plan.id, lease).await {
             Ok(Claim::Claimed(_)) => Ok(None),
             _ => Err(busy()),
         },
@@ -131,8 +133,10 @@ async fn claim(
         // created nothing. Record that, then claim afresh (atomic: of several callers only one
         // wins the claim).
         ClaimConflict::Reclaim => {
-            let _ = store.mark_failed(&plan.id, "reconciled: the earlier attempt created no run");
-            match store.claim_dispatch(&plan.id, lease) {
+            let _ = store
+                .mark_failed(&plan.id, "reconciled: the earlier attempt created no run")
+                .await;
+            match store.claim_dispatch(&plan.id, lease).await {
                 Ok(Claim::Claimed(_)) => Ok(None),
                 _ => Err(busy()),
             }
@@ -144,7 +148,7 @@ async fn claim(
 /// The platform created the run: journal it (with the figures budgets need later) and answer.
 async fn dispatched(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     platform: &PlatformClient,
     plan: &PlanRecord,
     body: &PlanBody,
@@ -166,7 +170,7 @@ async fn dispatched(
         "dashboard_url": platform.settings().run_dashboard_url(&resp.run_id),
     });
     store
-        .mark_dispatched(&plan.id, &resp.run_id, &details)
+        .mark_dispatched(&plan.id, &resp.run_id, &details).await
         .map_err(|e| refuse(format!("run {} was created but the journal could not record it ({e}); do not re-launch: get_run shows it", resp.run_id)))?;
     audit(
         state,
@@ -175,7 +179,8 @@ async fn dispatched(
         Some(&plan.id),
         Some(&resp.run_id),
         details.clone(),
-    );
+    )
+    .await;
     let run = platform.get_run(&resp.run_id).await.ok();
     Ok(Outcome::done(
         format!("Launched run {} for plan {}", resp.run_id, plan.id),
@@ -198,13 +203,13 @@ async fn dispatched(
 /// run may exist although the answer never arrived.
 async fn lost_answer(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     platform: &PlatformClient,
     plan: &PlanRecord,
     body: &PlanBody,
     e: PlatformError,
 ) -> ToolResult<LaunchOut> {
-    let _ = store.mark_unknown(&plan.id, &e.to_string());
+    let _ = store.mark_unknown(&plan.id, &e.to_string()).await;
     audit(
         state,
         "launch_run",
@@ -212,10 +217,11 @@ async fn lost_answer(
         Some(&plan.id),
         None,
         json!({"error": e.to_string()}),
-    );
+    )
+    .await;
     if let Ok(Some(run)) = reconcile(state, platform, &plan.id, body).await {
         let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd});
-        settle_found(store, &plan.id, &run.id, &details);
+        settle_found(store, &plan.id, &run.id, &details).await;
         audit(
             state,
             "launch_run",
@@ -223,7 +229,8 @@ async fn lost_answer(
             Some(&plan.id),
             Some(&run.id),
             json!({}),
-        );
+        )
+        .await;
         let mut out = dedup_out(state, &plan.id, &run.id, Some(&run), &details);
         out.deduplicated = false;
         return Ok(Outcome::done(

@@ -179,7 +179,7 @@ pub(super) async fn plan_run(
         gpus,
     );
     let runs = owner_runs(platform, &owner.team, 5).await?;
-    let active = active_spend(&state, &runs, &models);
+    let active = active_spend(&state, &runs, &models).await;
     let figures = PlanFigures {
         team: owner.team.as_deref(),
         gpu_type: resolved.gpu_type.as_deref(),
@@ -276,7 +276,8 @@ pub(super) async fn plan_run(
         &owner.team,
         &summary,
         &body,
-    )?;
+    )
+    .await?;
     audit(
         &state,
         "plan_run",
@@ -287,7 +288,7 @@ pub(super) async fn plan_run(
             "owner": owner.team, "price_per_hour_usd": price.per_hour_usd, "blocked": blocked.is_some(),
             "overrides": overrides,
         }),
-    );
+    ).await;
     let confirmation = match state.policy.confirm {
         ConfirmMode::Plan => {
             "plan mode: launch_run with this plan_id dispatches without asking (cost caps apply)"
@@ -541,7 +542,7 @@ fn plan_checks(
 
 /// Store a plan (or a resume plan) with its digests and summary.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn store_plan(
+pub(super) async fn store_plan(
     state: &AppState,
     plan_id: &PlanId,
     now: DateTime<Utc>,
@@ -564,6 +565,7 @@ pub(super) fn store_plan(
             summary_text: summary.to_string(),
             body: serde_json::to_value(body).map_err(|e| refuse(format!("internal: {e}")))?,
         })
+        .await
         .map_err(|e| ToolError::unavailable(format!("cannot store the plan: {e}")))
 }
 

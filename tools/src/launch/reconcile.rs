@@ -9,7 +9,7 @@ use chrono::Utc;
 use factory_platform::{PlatformClient, wire::runs::RlRun};
 use factory_policies::{
     dispatch::{self, Existing},
-    store::{Claim, DispatchState, PlanRecord, Store},
+    store::{Claim, DispatchState, PlanRecord, StateStore},
 };
 use serde_json::{Value, json};
 
@@ -56,11 +56,11 @@ pub(super) async fn reconcile(
     plan_id: &str,
     body: &PlanBody,
 ) -> Result<Option<RlRun>, ToolError> {
-    let others: Vec<String> = state
-        .store()
-        .ok()
-        .and_then(|s| s.dispatched_runs().ok())
-        .unwrap_or_default()
+    let dispatched = match state.store() {
+        Ok(s) => s.dispatched_runs().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    let others: Vec<String> = dispatched
         .into_iter()
         .filter(|d| d.plan_id != plan_id)
         .filter_map(|d| match d.state {
@@ -81,13 +81,14 @@ pub(super) async fn reconcile(
 /// `Ok(None)`: nothing to settle, go on.
 pub(super) async fn settle_existing(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     platform: &PlatformClient,
     plan: &PlanRecord,
     body: &PlanBody,
 ) -> Result<Option<Outcome<LaunchOut>>, ToolError> {
     let Some(rec) = store
         .dispatch(&plan.id)
+        .await
         .map_err(|e| ToolError::unavailable(format!("cannot read the dispatch journal: {e}")))?
     else {
         return Ok(None);
@@ -102,7 +103,8 @@ pub(super) async fn settle_existing(
                 Some(&plan.id),
                 Some(run_id),
                 json!({}),
-            );
+            )
+            .await;
             return Ok(Some(Outcome::done(
                 format!(
                     "Plan {} was already launched as run {run_id}: nothing new was dispatched",
@@ -116,7 +118,7 @@ pub(super) async fn settle_existing(
     };
     if let Some(run) = reconcile(state, platform, &plan.id, body).await? {
         let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd, "max_steps": body.max_steps});
-        settle_found(store, &plan.id, &run.id, &details);
+        settle_found(store, &plan.id, &run.id, &details).await;
         audit(
             state,
             "launch_run",
@@ -124,7 +126,8 @@ pub(super) async fn settle_existing(
             Some(&plan.id),
             Some(&run.id),
             json!({}),
-        );
+        )
+        .await;
         return Ok(Some(Outcome::done(
             format!(
                 "Plan {} had already created run {} (found by reconciliation): nothing new was dispatched",
@@ -158,15 +161,29 @@ pub(super) async fn settle_existing(
 /// record: when its holder died (the lease expired) this process takes the lease over first;
 /// when the holder is alive it records the run itself. Either way the run exists, so a journal
 /// refusal is logged, never turned into an error that would hide it.
-pub(super) fn settle_found(store: &Store, plan_id: &str, run_id: &str, details: &Value) {
-    if store.mark_dispatched(plan_id, run_id, details).is_ok() {
+pub(super) async fn settle_found(
+    store: &dyn StateStore,
+    plan_id: &str,
+    run_id: &str,
+    details: &Value,
+) {
+    if store
+        .mark_dispatched(plan_id, run_id, details)
+        .await
+        .is_ok()
+    {
         return;
     }
     let taken = matches!(
-        store.take_over(plan_id, Duration::from_secs(60)),
+        store.take_over(plan_id, Duration::from_secs(60)).await,
         Ok(Claim::Claimed(_))
     );
-    if !(taken && store.mark_dispatched(plan_id, run_id, details).is_ok()) {
+    if !(taken
+        && store
+            .mark_dispatched(plan_id, run_id, details)
+            .await
+            .is_ok())
+    {
         tracing::info!(
             plan_id,
             run_id,

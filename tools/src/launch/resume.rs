@@ -70,7 +70,7 @@ pub(super) async fn plan_resume(
         gpus,
     );
     let runs = owner_runs(platform, &team, 5).await?;
-    let active = active_spend(&state, &runs, &models);
+    let active = active_spend(&state, &runs, &models).await;
     let figures = PlanFigures {
         team: team.as_deref(),
         gpu_type: gpu_type.as_deref(),
@@ -156,7 +156,8 @@ pub(super) async fn plan_resume(
         &team,
         &summary,
         &body,
-    )?;
+    )
+    .await?;
     audit(
         &state,
         "plan_run",
@@ -164,7 +165,8 @@ pub(super) async fn plan_resume(
         Some(plan_id.as_str()),
         Some(&from),
         json!({"price_per_hour_usd": price.per_hour_usd}),
-    );
+    )
+    .await;
     Ok(Outcome::done(
         format!("Planned the resume of {from}: {}\n{summary}", price.per_hour_usd.map(|p| format!("${p:.2}/h")).unwrap_or_else(|| "price unknown".into())),
         PlanOut {

@@ -10,7 +10,7 @@ use factory_policies::{
     Policy,
     confirmation::Action,
     launch::{self, ActiveRun, PlanFigures},
-    store::{PlanRecord, Store},
+    store::{PlanRecord, StateStore},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -71,7 +71,10 @@ pub(super) async fn resume_run(
     run_plan(state, &args.plan_id, call, "resume_run").await
 }
 
-fn load_plan(store: &Store, plan_id: &str) -> Result<(PlanRecord, PlanBody), ToolError> {
+async fn load_plan(
+    store: &dyn StateStore,
+    plan_id: &str,
+) -> Result<(PlanRecord, PlanBody), ToolError> {
     let Some(id) = PlanId::parse_plan(plan_id) else {
         return Err(ToolError::bad_argument(format!(
             "`{}` is not a plan id: call plan_run first.",
@@ -80,6 +83,7 @@ fn load_plan(store: &Store, plan_id: &str) -> Result<(PlanRecord, PlanBody), Too
     };
     let plan = store
         .get_plan(id.as_str())
+        .await
         .map_err(|e| ToolError::unavailable(format!("cannot read the plan store: {e}")))?
         .ok_or_else(|| {
             ToolError::not_found(format!(
@@ -100,7 +104,7 @@ async fn run_plan(
 ) -> ToolResult<LaunchOut> {
     let store = state.store()?;
     let platform = state.platform()?;
-    let (plan, body) = load_plan(store, plan_id)?;
+    let (plan, body) = load_plan(store, plan_id).await?;
     let plan_id = plan.id.clone();
     match (tool_name, body.kind == KIND_RESUME) {
         ("launch_run", true) => {
@@ -134,7 +138,8 @@ async fn run_plan(
             Some(&plan_id),
             None,
             json!({}),
-        );
+        )
+        .await;
         return Err(refuse(format!("{b} Nothing was dispatched.")));
     }
     recheck(&state, platform, &body).await?;
@@ -201,7 +206,7 @@ async fn recheck(
         .await
         .map_err(|e| platform_error("list models to re-check budgets", &e))?;
     let runs = owner_runs(platform, &body.team_id, 5).await?;
-    let active = active_spend(state, &runs, &models);
+    let active = active_spend(state, &runs, &models).await;
     let figures = PlanFigures {
         team: body.team_id.as_deref(),
         gpu_type: body.gpu_type.as_deref(),

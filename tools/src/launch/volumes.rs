@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use factory_platform::{PlatformClient, TeamScope};
-use factory_policies::store::{Claim, Store, VolumeState};
+use factory_policies::store::{Claim, StateStore, VolumeState};
 use serde_json::json;
 
 use super::{PlanBody, VolumePlan};
@@ -20,7 +20,7 @@ fn refuse(msg: impl Into<String>) -> ToolError {
 
 pub(super) async fn ensure_volume(
     state: &AppState,
-    store: &Store,
+    store: &dyn StateStore,
     platform: &PlatformClient,
     scope: &TeamScope,
     body: &PlanBody,
@@ -40,6 +40,7 @@ pub(super) async fn ensure_volume(
     if !existing.iter().any(|x| x.name == v.name) {
         let claim = store
             .claim_volume_create(&owner_key, &v.name, lease)
+            .await
             .map_err(|e| refuse(format!("cannot write the volume journal: {e}")))?;
         let go = match claim {
             Claim::Claimed(_) => true,
@@ -57,7 +58,9 @@ pub(super) async fn ensure_volume(
                 // Failed, unknown, or a creator that died: nothing is listed under the name,
                 // so create it (the platform does not hold it).
                 _ => matches!(
-                    store.take_over_volume_create(&owner_key, &v.name, lease),
+                    store
+                        .take_over_volume_create(&owner_key, &v.name, lease)
+                        .await,
                     Ok(Claim::Claimed(_))
                 ),
             },
@@ -65,7 +68,7 @@ pub(super) async fn ensure_volume(
         if go {
             match platform.create_volume(&v.name, &v.size, scope).await {
                 Ok(_) => {
-                    let _ = store.mark_volume_created(&owner_key, &v.name);
+                    let _ = store.mark_volume_created(&owner_key, &v.name).await;
                     audit(
                         state,
                         "launch_run",
@@ -73,15 +76,18 @@ pub(super) async fn ensure_volume(
                         None,
                         None,
                         json!({"volume": v.name, "size": v.size}),
-                    );
+                    )
+                    .await;
                     created = true;
                 }
                 Err(e) if e.is_ambiguous() => {
-                    let _ = store.mark_volume_unknown(&owner_key, &v.name, &e.to_string());
+                    let _ = store
+                        .mark_volume_unknown(&owner_key, &v.name, &e.to_string())
+                        .await;
                     // The volume may exist: look before saying anything.
                     let now = list(platform).await.unwrap_or_default();
                     if now.iter().any(|x| x.name == v.name) {
-                        let _ = store.mark_volume_created(&owner_key, &v.name);
+                        let _ = store.mark_volume_created(&owner_key, &v.name).await;
                         created = true;
                     } else {
                         return Err(refuse(format!(
@@ -91,7 +97,9 @@ pub(super) async fn ensure_volume(
                     }
                 }
                 Err(e) => {
-                    let _ = store.mark_volume_failed(&owner_key, &v.name, &e.to_string());
+                    let _ = store
+                        .mark_volume_failed(&owner_key, &v.name, &e.to_string())
+                        .await;
                     return Err(platform_error(&format!("create volume {}", v.name), &e));
                 }
             }
