@@ -22,7 +22,7 @@ pub struct AccountFacts {
 }
 
 /// Findings from the facts, for a report produced by [`crate::validate`].
-pub fn check(report: &Report, facts: &AccountFacts) -> Vec<Finding> {
+pub(crate) fn check(report: &Report, facts: &AccountFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     let s = &report.summary;
     if let (Some(models), Some(model)) = (&facts.trainable_models, &s.model)

@@ -30,13 +30,26 @@ fn local_path(p: &str) -> bool {
         || p.contains("/../")
 }
 
+/// Every practice warning, in the order of the platform guidance.
 pub(crate) fn check(i: &Input) -> Vec<Finding> {
     let mut out = Vec::new();
+    machine_local_paths(i, &mut out);
+    slurm_sections(i, &mut out);
+    implicit_counts(i, &mut out);
+    changed_dtypes(i, &mut out);
+    checkpoints_without_volume(i, &mut out);
+    budgets(i, &mut out);
+    wandb_key(i, &mut out);
+    eval_sources(i, &mut out);
+    secrets_in(i.raw, "", &mut out);
+    out
+}
+
+/// Machine-local paths: `output_dir`, `run.dir`, TOML paths off the volume, a local SFT dataset.
+fn machine_local_paths(i: &Input, out: &mut Vec<Finding>) {
     let v = i.view;
     let raw = i.raw;
     let rl = i.mode == Mode::Rl;
-
-    // Machine-local paths.
     if raw.contains_key("output_dir") {
         out.push(Finding::warning("output_dir", "output_dir is set").hint("Hosted runs write under the platform's run directory (on the volume: runs/<runId>/); remove output_dir."));
     }
@@ -70,15 +83,23 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
             out.push(Finding::info("data.name", "hosted SFT reads datasets from the mounted volume").hint("Per the platform docs, data.name should be /volume/datasets/<name> or datasets/<name> with `volume` set; without a volume only fake data is guaranteed to work."));
         }
     }
+}
 
-    // SLURM sections.
+/// SLURM launcher sections, which the platform manages.
+fn slurm_sections(i: &Input, out: &mut Vec<Finding>) {
+    let raw = i.raw;
     for p in ["slurm", "inference.slurm"] {
         if get(raw, p).is_some() {
             out.push(Finding::warning(p, format!("[{p}] is a SLURM launcher setting")).hint("The platform manages placement of hosted runs; remove it (multi-node runs get an empty [slurm] injected)."));
         }
     }
+}
 
-    // Implicit deployment counts.
+/// `[deployment]` GPU or node counts left to their defaults.
+fn implicit_counts(i: &Input, out: &mut Vec<Finding>) {
+    let v = i.view;
+    let raw = i.raw;
+    let rl = i.mode == Mode::Rl;
     let deploy = v.tag("deployment").unwrap_or("single_node");
     let counts: &[&str] = match (rl, deploy) {
         (true, "single_node") => &["num_train_gpus", "num_infer_gpus"],
@@ -109,8 +130,13 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
             );
         }
     }
+}
 
-    // Training dtypes changed from float32 (a VLM needs bf16, so that is no surprise).
+/// Training dtypes changed from float32 (a VLM needs bf16, so that is no surprise).
+fn changed_dtypes(i: &Input, out: &mut Vec<Finding>) {
+    let v = i.view;
+    let raw = i.raw;
+    let rl = i.mode == Mode::Rl;
     let model = if rl { "trainer.model" } else { "model" };
     if !v.on(&join(model, "vlm")) {
         for k in ["optimization_dtype", "reduce_dtype"] {
@@ -120,8 +146,12 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
             }
         }
     }
+}
 
-    // Checkpoints without a volume.
+/// Checkpoints without a volume to keep them.
+fn checkpoints_without_volume(i: &Input, out: &mut Vec<Finding>) {
+    let v = i.view;
+    let rl = i.mode == Mode::Rl;
     let ckpt = if rl {
         v.on("trainer.ckpt")
     } else {
@@ -130,8 +160,13 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
     if ckpt && i.hosted.volume.is_none() {
         out.push(Finding::warning("ckpt", "checkpoints are configured but no volume is named").hint("Set `volume = \"NAME\"` so checkpoints outlive the run and can be fetched or resumed from."));
     }
+}
 
-    // Step budget.
+/// The step budget, and sizes that are schema-valid but cannot train.
+fn budgets(i: &Input, out: &mut Vec<Finding>) {
+    let v = i.view;
+    let raw = i.raw;
+    let rl = i.mode == Mode::Rl;
     let steps_path = if rl { "trainer.max_steps" } else { "max_steps" };
     match v.int(steps_path) {
         None if v.raw(steps_path).is_none_or(crate::value::is_none) => out.push(Finding::warning("max_steps", "max_steps is not set: the run trains until it is stopped").hint("Set max_steps; for a first run, a small smoke budget (e.g. 10–20 steps) shows the config works before a long, billable run.")),
@@ -168,8 +203,13 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
             );
         }
     }
+}
 
-    // W&B without its key.
+/// W&B monitoring without `WANDB_API_KEY` forwarded.
+fn wandb_key(i: &Input, out: &mut Vec<Finding>) {
+    let v = i.view;
+    let raw = i.raw;
+    let rl = i.mode == Mode::Rl;
     let wandb = if rl {
         v.on("trainer.monitors.wandb") || v.on("orchestrator.monitors.wandb")
     } else {
@@ -189,8 +229,13 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
             None => out.push(Finding::info(path, "W&B monitoring is on").hint("Forward WANDB_API_KEY (by name) when launching.")),
         }
     }
+}
 
-    // Train and eval sources kept separate.
+/// Train and eval sources kept separate (RL); online eval in hosted SFT.
+fn eval_sources(i: &Input, out: &mut Vec<Finding>) {
+    let v = i.view;
+    let raw = i.raw;
+    let rl = i.mode == Mode::Rl;
     if rl {
         let list = |p: &str| {
             v.raw(p)
@@ -225,9 +270,6 @@ pub(crate) fn check(i: &Input) -> Vec<Finding> {
     {
         out.push(Finding::info("eval", "hosted SFT with online eval ([eval]/[inference]/[weight_broadcast])").hint("The CLI does not validate these blocks locally; the platform validates them on submit, and whether it accepts online eval for hosted SFT depends on its version."));
     }
-
-    secrets_in(raw, "", &mut out);
-    out
 }
 
 /// Credential-shaped strings, and non-empty values under secret-looking names, anywhere in

@@ -33,7 +33,7 @@ static SECRET_NAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 
 /// The kind of credential `value` looks like, if it looks like one.
-pub fn credential_kind(value: &str) -> Option<&'static str> {
+pub(crate) fn credential_kind(value: &str) -> Option<&'static str> {
     SHAPES
         .iter()
         .find(|(re, _)| re.is_match(value))
@@ -42,7 +42,7 @@ pub fn credential_kind(value: &str) -> Option<&'static str> {
 
 /// Whether a key or variable name says its value is secret (`*_KEY`, `*TOKEN*`, `*SECRET*`,
 /// `password`, `Authorization`, …). `api_key_var`, which holds a variable *name*, is not.
-pub fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     if lower.ends_with("_var") || lower.ends_with("_vars") {
         return false;
@@ -52,7 +52,7 @@ pub fn is_secret_name(name: &str) -> bool {
 
 /// How to show `value` (held under `key`) in a message: quoted when harmless, described by
 /// kind when it looks like a credential or the key looks secret.
-pub fn show(key: &str, value: &str) -> String {
+pub(crate) fn show(key: &str, value: &str) -> String {
     if let Some(kind) = credential_kind(value) {
         return format!("<{kind}, not shown>");
     }
@@ -67,7 +67,7 @@ pub fn show(key: &str, value: &str) -> String {
 }
 
 /// Show a TOML value (any type) held under `key`.
-pub fn show_value(key: &str, value: &toml::Value) -> String {
+pub(crate) fn show_value(key: &str, value: &toml::Value) -> String {
     match value {
         toml::Value::String(s) => show(key, s),
         toml::Value::Table(_) => "a table".to_string(),

@@ -4,13 +4,13 @@
 use toml::{Table, Value};
 
 /// Whether `v` is the TOML spelling of null.
-pub fn is_none(v: &Value) -> bool {
+pub(crate) fn is_none(v: &Value) -> bool {
     matches!(v, Value::String(s) if s == "None")
 }
 
 /// Why a value is not an integer, in pydantic's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IntErr {
+pub(crate) enum IntErr {
     /// A float with a fractional part.
     Fraction,
     /// A string that does not parse.
@@ -21,7 +21,7 @@ pub enum IntErr {
 
 impl IntErr {
     /// The pydantic message.
-    pub fn message(self) -> &'static str {
+    pub(crate) fn message(self) -> &'static str {
         match self {
             IntErr::Fraction => {
                 "Input should be a valid integer, got a number with a fractional part"
@@ -48,7 +48,7 @@ fn int_from_f64(f: f64) -> Result<i64, IntErr> {
 }
 
 /// Lax int: ints, integral floats, bools, and strings holding either.
-pub fn as_int(v: &Value) -> Result<i64, IntErr> {
+pub(crate) fn as_int(v: &Value) -> Result<i64, IntErr> {
     match v {
         Value::Integer(i) => Ok(*i),
         Value::Float(f) => int_from_f64(*f),
@@ -70,7 +70,7 @@ pub fn as_int(v: &Value) -> Result<i64, IntErr> {
 }
 
 /// Lax float: numbers, bools and numeric strings.
-pub fn as_float(v: &Value) -> Option<f64> {
+pub(crate) fn as_float(v: &Value) -> Option<f64> {
     match v {
         Value::Integer(i) => Some(*i as f64),
         Value::Float(f) => Some(*f),
@@ -81,7 +81,7 @@ pub fn as_float(v: &Value) -> Option<f64> {
 }
 
 /// Lax bool: bools, 0/1, and the usual yes/no words.
-pub fn as_bool(v: &Value) -> Option<bool> {
+pub(crate) fn as_bool(v: &Value) -> Option<bool> {
     match v {
         Value::Boolean(b) => Some(*b),
         Value::Integer(0) => Some(false),
@@ -98,7 +98,7 @@ pub fn as_bool(v: &Value) -> Option<bool> {
 }
 
 /// `base.key`, or `key` at the root.
-pub fn join(base: &str, key: &str) -> String {
+pub(crate) fn join(base: &str, key: &str) -> String {
     if base.is_empty() {
         key.to_string()
     } else {
@@ -111,7 +111,7 @@ pub fn join(base: &str, key: &str) -> String {
 }
 
 /// The value at a dotted path (numeric segments index arrays).
-pub fn get<'a>(root: &'a Table, path: &str) -> Option<&'a Value> {
+pub(crate) fn get<'a>(root: &'a Table, path: &str) -> Option<&'a Value> {
     let mut segs = path.split('.');
     let first = segs.next()?;
     let mut cur = root.get(first)?;
@@ -125,13 +125,8 @@ pub fn get<'a>(root: &'a Table, path: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
-/// The table at a dotted path, if it is one.
-pub fn table<'a>(root: &'a Table, path: &str) -> Option<&'a Table> {
-    get(root, path).and_then(Value::as_table)
-}
-
 /// The parent table of a dotted path (created on the way when `create`), and the last key.
-pub fn parent_mut<'a>(
+pub(crate) fn parent_mut<'a>(
     root: &'a mut Table,
     path: &str,
     create: bool,
@@ -152,7 +147,7 @@ pub fn parent_mut<'a>(
 }
 
 /// Levenshtein distance, for "did you mean" hints.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     let mut cur = vec![0; b.len() + 1];

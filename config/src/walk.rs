@@ -244,93 +244,18 @@ impl<'a> Walker<'a> {
                 }
             }
             Ty::ListStr | Ty::ListInt | Ty::ListFloat | Ty::ListLit(_) => {
-                let Some(items) = value.as_array() else {
-                    self.err(path, "Input should be a valid list", Some(got(key, value)));
-                    return;
-                };
-                for (i, item) in items.iter().enumerate() {
-                    let p = join(path, &i.to_string());
-                    match ty {
-                        Ty::ListStr if !item.is_str() => {
-                            self.err(&p, "Input should be a valid string", None)
-                        }
-                        Ty::ListInt => {
-                            if let Err(e) = as_int(item) {
-                                self.err(&p, e.message(), None)
-                            }
-                        }
-                        Ty::ListFloat if as_float(item).is_none() => {
-                            self.err(&p, "Input should be a valid number", None)
-                        }
-                        Ty::ListLit(values) => self.literal(item, values, key, &p),
-                        _ => {}
-                    }
-                }
+                self.scalar_list(value, ty, key, path)
             }
             Ty::DictStr | Ty::DictAny | Ty::DictFloat | Ty::DictAnyOrStr => {
-                let Some(t) = value.as_table() else {
-                    if matches!(ty, Ty::DictAnyOrStr) && value.is_str() {
-                        return;
-                    }
-                    self.err(
-                        path,
-                        "Input should be a valid dictionary",
-                        Some(got(key, value)),
-                    );
-                    return;
-                };
-                for (k, v) in t {
-                    let p = join(path, k);
-                    match ty {
-                        Ty::DictStr if !v.is_str() => self.err(
-                            &p,
-                            "Input should be a valid string",
-                            Some(format!("Values of `{key}` are strings; quote it.")),
-                        ),
-                        Ty::DictFloat if as_float(v).is_none() => {
-                            self.err(&p, "Input should be a valid number", None)
-                        }
-                        _ => {}
-                    }
-                }
+                self.scalar_dict(value, ty, key, path)
             }
             Ty::Any => {}
             Ty::Model(m) => match value.as_table() {
                 Some(t) => self.model(t, m, path),
                 None => self.not_a_table(path, m.name, key, value),
             },
-            Ty::DictOf(m) => match value.as_table() {
-                Some(t) => {
-                    for (k, v) in t {
-                        let p = join(path, k);
-                        match v.as_table() {
-                            Some(inner) => self.model(inner, m, &p),
-                            None => self.not_a_table(&p, m.name, k, v),
-                        }
-                    }
-                }
-                None => self.err(
-                    path,
-                    "Input should be a valid dictionary",
-                    Some(got(key, value)),
-                ),
-            },
-            Ty::ListOf(m) => match value.as_array() {
-                Some(items) => {
-                    for (i, item) in items.iter().enumerate() {
-                        let p = join(path, &i.to_string());
-                        match item.as_table() {
-                            Some(t) => self.model(t, m, &p),
-                            None => self.not_a_table(&p, m.name, key, item),
-                        }
-                    }
-                }
-                None => self.err(
-                    path,
-                    "Input should be a valid list",
-                    Some(format!("Write each entry as a `[[{path}]]` table.")),
-                ),
-            },
+            Ty::DictOf(m) => self.dict_of(value, m, key, path),
+            Ty::ListOf(m) => self.list_of(value, m, key, path),
             Ty::Union(u, inject) => match value.as_table() {
                 Some(t) => self.union(t, u, inject, path),
                 None => self.not_a_table(path, "a tagged table", key, value),
@@ -355,6 +280,101 @@ impl<'a> Walker<'a> {
                     ),
                 ),
             },
+        }
+    }
+
+    /// A list of scalars (`list[str]`, `list[int]`, `list[float]`, a list of literals).
+    fn scalar_list(&mut self, value: &Value, ty: Ty, key: &str, path: &str) {
+        let Some(items) = value.as_array() else {
+            self.err(path, "Input should be a valid list", Some(got(key, value)));
+            return;
+        };
+        for (i, item) in items.iter().enumerate() {
+            let p = join(path, &i.to_string());
+            match ty {
+                Ty::ListStr if !item.is_str() => {
+                    self.err(&p, "Input should be a valid string", None)
+                }
+                Ty::ListInt => {
+                    if let Err(e) = as_int(item) {
+                        self.err(&p, e.message(), None)
+                    }
+                }
+                Ty::ListFloat if as_float(item).is_none() => {
+                    self.err(&p, "Input should be a valid number", None)
+                }
+                Ty::ListLit(values) => self.literal(item, values, key, &p),
+                _ => {}
+            }
+        }
+    }
+
+    /// A dictionary of scalars (or, for `dict | str`, a string).
+    fn scalar_dict(&mut self, value: &Value, ty: Ty, key: &str, path: &str) {
+        let Some(t) = value.as_table() else {
+            if matches!(ty, Ty::DictAnyOrStr) && value.is_str() {
+                return;
+            }
+            self.err(
+                path,
+                "Input should be a valid dictionary",
+                Some(got(key, value)),
+            );
+            return;
+        };
+        for (k, v) in t {
+            let p = join(path, k);
+            match ty {
+                Ty::DictStr if !v.is_str() => self.err(
+                    &p,
+                    "Input should be a valid string",
+                    Some(format!("Values of `{key}` are strings; quote it.")),
+                ),
+                Ty::DictFloat if as_float(v).is_none() => {
+                    self.err(&p, "Input should be a valid number", None)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A dictionary of model tables (`dict[str, Model]`).
+    fn dict_of(&mut self, value: &Value, m: &'static Model, key: &str, path: &str) {
+        match value.as_table() {
+            Some(t) => {
+                for (k, v) in t {
+                    let p = join(path, k);
+                    match v.as_table() {
+                        Some(inner) => self.model(inner, m, &p),
+                        None => self.not_a_table(&p, m.name, k, v),
+                    }
+                }
+            }
+            None => self.err(
+                path,
+                "Input should be a valid dictionary",
+                Some(got(key, value)),
+            ),
+        }
+    }
+
+    /// A list of model tables (`list[Model]`, written `[[path]]`).
+    fn list_of(&mut self, value: &Value, m: &'static Model, key: &str, path: &str) {
+        match value.as_array() {
+            Some(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let p = join(path, &i.to_string());
+                    match item.as_table() {
+                        Some(t) => self.model(t, m, &p),
+                        None => self.not_a_table(&p, m.name, key, item),
+                    }
+                }
+            }
+            None => self.err(
+                path,
+                "Input should be a valid list",
+                Some(format!("Write each entry as a `[[{path}]]` table.")),
+            ),
         }
     }
 

@@ -13,8 +13,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use regex::{Regex, RegexSet};
 use secrecy::ExposeSecret as _;
 
-use crate::redact::REDACTED;
-use crate::secret_guard::{KnownSecrets, SecretKind};
+use crate::secret::{KnownSecrets, SecretKind};
 
 /// One hit in a string: where it is and what it is. The value itself is never kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -419,7 +418,7 @@ fn upper_hex_escapes(s: &str) -> String {
     out
 }
 
-/// Every form of one known value that the redactor and the guard look for.
+/// Every form of one known value that the redactor and the secret guard look for.
 pub(crate) fn known_value_forms(v: &str) -> Vec<String> {
     let mut out = vec![v.to_string()];
     json_escaped_forms(v, &mut out);
@@ -495,15 +494,10 @@ impl KnownForms {
     }
 }
 
-/// Whether a known value can be matched safely: long enough, and not part of the marker that
-/// replaces it (which would make redaction loop).
-pub(crate) fn usable_known_value(v: &str) -> bool {
-    v.chars().count() >= KnownSecrets::MIN_LEN && !REDACTED.contains(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::REDACTED;
 
     #[test]
     fn every_shape_compiles_and_the_marker_is_clean() {

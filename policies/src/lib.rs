@@ -18,6 +18,7 @@ pub mod overrides;
 pub mod paths;
 pub mod policy;
 pub mod redact;
+mod secret;
 pub mod secret_guard;
 pub mod store;
 

@@ -26,10 +26,8 @@ use serde_json::Value as Json;
 use crate::detect::{
     Hit, KnownForms, is_placeholder, looks_opaque, name_says_secret, shape_hits, strong_secret_name,
 };
-use crate::secret_guard::KnownSecrets;
-
-/// What every redacted span becomes.
-pub const REDACTED: &str = "[REDACTED]";
+use crate::secret::KnownSecrets;
+pub use crate::secret::REDACTED;
 
 /// Passes after which a string that keeps changing is replaced whole (never reached in
 /// practice; it bounds the work on adversarial input).

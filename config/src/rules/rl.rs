@@ -178,19 +178,65 @@ pub(crate) fn infer_nodes(v: &View) -> Option<i64> {
     )
 }
 
+/// The top-level rules (R1–R19), as named steps in the reference's order.
 fn top_level(v: &View, ctx: &mut Ctx) {
     if !ctx.ok("") {
         return;
     }
-    let has_inf = v.raw("inference").is_some_and(Value::is_table);
-    let fake = v.on("trainer.data.fake");
-    let deploy = v.tag("deployment").unwrap_or("single_node");
-    let lora = v.on("trainer.model.lora");
-    let tp = v.int("inference.vllm.tensor_parallel_size").unwrap_or(1);
-    let dp = v.int("inference.vllm.data_parallel_size").unwrap_or(1);
-    let gpn = v.int("deployment.gpus_per_node").unwrap_or(8);
-    let shared_wb = v.tag("weight_broadcast");
-    // R1, R2, R17, R19 (multi-node).
+    let f = Facts::read(v);
+    multi_node(v, ctx, &f);
+    single_node_nccl(v, ctx, &f);
+    quantized_transfer(v, ctx, &f);
+    sub_output_dirs(v, ctx);
+    model_names(v, ctx, &f);
+    chat_templates(v, ctx, &f);
+    trainer_orchestrator_agree(v, ctx);
+    lora_broadcast(ctx, &f);
+    rollout_transport(v, ctx);
+    lora_ranks(v, ctx, &f);
+    routed_experts(v, ctx, &f);
+    single_node_infer_gpus(v, ctx, &f);
+}
+
+/// What several top-level rules read, resolved once.
+#[derive(Clone, Copy)]
+struct Facts<'a> {
+    has_inf: bool,
+    fake: bool,
+    deploy: &'a str,
+    lora: bool,
+    tp: i64,
+    dp: i64,
+    gpn: i64,
+    shared_wb: Option<&'a str>,
+}
+
+impl<'a> Facts<'a> {
+    fn read(v: &View<'a>) -> Self {
+        Facts {
+            has_inf: v.raw("inference").is_some_and(Value::is_table),
+            fake: v.on("trainer.data.fake"),
+            deploy: v.tag("deployment").unwrap_or("single_node"),
+            lora: v.on("trainer.model.lora"),
+            tp: v.int("inference.vllm.tensor_parallel_size").unwrap_or(1),
+            dp: v.int("inference.vllm.data_parallel_size").unwrap_or(1),
+            gpn: v.int("deployment.gpus_per_node").unwrap_or(8),
+            shared_wb: v.tag("weight_broadcast"),
+        }
+    }
+}
+
+/// R1, R2, R17, R19 (multi-node): inference nodes, the router, expert-parallel sizes.
+fn multi_node(v: &View, ctx: &mut Ctx, f: &Facts) {
+    let Facts {
+        has_inf,
+        fake,
+        deploy,
+        tp,
+        dp,
+        gpn,
+        ..
+    } = *f;
     if deploy == "multi_node" {
         let nodes = infer_nodes(v).unwrap_or(0);
         if v.int("deployment.num_infer_nodes").is_some()
@@ -249,7 +295,12 @@ fn top_level(v: &View, ctx: &mut Ctx) {
             }
         }
     }
-    // R3: checks the trainer-level broadcast as written.
+}
+
+/// R3: NCCL weight broadcast on one node needs two GPUs (the trainer-level broadcast as
+/// written).
+fn single_node_nccl(v: &View, ctx: &mut Ctx, f: &Facts) {
+    let Facts { deploy, .. } = *f;
     if deploy == "single_node"
         && v.raw("trainer.weight_broadcast.type")
             .and_then(Value::as_str)
@@ -265,7 +316,13 @@ fn top_level(v: &View, ctx: &mut Ctx) {
             );
         }
     }
-    // R4, R13.
+}
+
+/// R4, R13: quantized weight transfer and expert load balancing.
+fn quantized_transfer(v: &View, ctx: &mut Ctx, f: &Facts) {
+    let Facts {
+        has_inf, shared_wb, ..
+    } = *f;
     let quant = shared_wb == Some("nccl") && v.flag("weight_broadcast.quantize_in_weight_transfer");
     if quant {
         if !has_inf {
@@ -282,7 +339,10 @@ fn top_level(v: &View, ctx: &mut Ctx) {
     if has_inf && v.flag("inference.vllm.enable_eplb") && !quant {
         ctx.error("", "inference.vllm.enable_eplb requires the nccl weight broadcast with quantize_in_weight_transfer = true", "Set `[weight_broadcast] type = \"nccl\"` and `quantize_in_weight_transfer = true`, or disable eplb.");
     }
-    // R5.
+}
+
+/// R5: sub-level output directories must be the run directory.
+fn sub_output_dirs(v: &View, ctx: &mut Ctx) {
     for sub in ["trainer", "orchestrator"] {
         let p = format!("{sub}.output_dir");
         if let Some(Value::String(d)) = v.raw(&p) {
@@ -294,7 +354,11 @@ fn top_level(v: &View, ctx: &mut Ctx) {
             }
         }
     }
-    // R8.
+}
+
+/// R8: the inference, orchestrator and trainer model names agree.
+fn model_names(v: &View, ctx: &mut Ctx, f: &Facts) {
+    let Facts { has_inf, .. } = *f;
     let orch = v.str("orchestrator.model.name");
     if has_inf {
         let inf = v.str("inference.vllm.model");
@@ -317,7 +381,11 @@ fn top_level(v: &View, ctx: &mut Ctx) {
     {
         ctx.error("", format!("trainer.model.name ({}) and orchestrator.model.name ({}) must be the same without [inference]", show("model", t), show("model", o)), "Set the shared `[model] name`.");
     }
-    // R9.
+}
+
+/// R9: one chat template for trainer, orchestrator and inference.
+fn chat_templates(v: &View, ctx: &mut Ctx, f: &Facts) {
+    let Facts { has_inf, .. } = *f;
     let tct = v.str("trainer.tokenizer.chat_template");
     let oct = v.str("orchestrator.tokenizer.chat_template");
     if tct != oct {
@@ -337,7 +405,10 @@ fn top_level(v: &View, ctx: &mut Ctx) {
             "Use the shared [tokenizer] chat_template.",
         );
     }
-    // R10.
+}
+
+/// R10: trainer and orchestrator agree on steps, seq_len, checkpoints, resume and W&B.
+fn trainer_orchestrator_agree(v: &View, ctx: &mut Ctx) {
     let (tms, oms) = (v.int("trainer.max_steps"), v.int("orchestrator.max_steps"));
     if tms != oms {
         ctx.error(
@@ -396,7 +467,16 @@ fn top_level(v: &View, ctx: &mut Ctx) {
             "Set `project` in the shared [monitors.wandb].",
         );
     }
-    // R11.
+}
+
+/// R11: LoRA needs the filesystem weight broadcast.
+fn lora_broadcast(ctx: &mut Ctx, f: &Facts) {
+    let Facts {
+        has_inf,
+        lora,
+        shared_wb,
+        ..
+    } = *f;
     let wb = shared_wb.unwrap_or(if lora || !has_inf {
         "filesystem"
     } else {
@@ -405,7 +485,10 @@ fn top_level(v: &View, ctx: &mut Ctx) {
     if lora && wb != "filesystem" {
         ctx.error("", "LoRA training is not yet supported with in-memory weight broadcast. Set weight_broadcast.type = 'filesystem'.", "Set `[weight_broadcast] type = \"filesystem\"` (the default under LoRA).");
     }
-    // R12.
+}
+
+/// R12: one rollout transport for trainer and orchestrator.
+fn rollout_transport(v: &View, ctx: &mut Ctx) {
     let (trt, ort) = (
         v.tag("trainer.rollout_transport"),
         v.tag("orchestrator.rollout_transport"),
@@ -413,7 +496,11 @@ fn top_level(v: &View, ctx: &mut Ctx) {
     if trt != ort {
         ctx.error("", format!("trainer.rollout_transport ({}) and orchestrator.rollout_transport ({}) must be the same type", trt.unwrap_or("None"), ort.unwrap_or("None")), "Use the shared [rollout_transport] table.");
     }
-    // R14.
+}
+
+/// R14: LoRA rank and alpha copied from the trainer; vLLM's rank limit.
+fn lora_ranks(v: &View, ctx: &mut Ctx, f: &Facts) {
+    let Facts { has_inf, lora, .. } = *f;
     if lora {
         for (k, default) in [("rank", 16.0), ("alpha", 32.0)] {
             let t = v
@@ -439,7 +526,11 @@ fn top_level(v: &View, ctx: &mut Ctx) {
             );
         }
     }
-    // R15, R16, R18.
+}
+
+/// R15, R16, R18: router replay, KV-cache offload and the router.
+fn routed_experts(v: &View, ctx: &mut Ctx, f: &Facts) {
+    let Facts { has_inf, .. } = *f;
     let replay = v.flag("trainer.enable_router_replay");
     if has_inf
         && (replay || v.flag("inference.vllm.enable_return_routed_experts"))
@@ -468,7 +559,17 @@ fn top_level(v: &View, ctx: &mut Ctx) {
             "Use the native offload.",
         );
     }
-    // R19 (single node).
+}
+
+/// R19 (single node): inference GPUs divisible by the tensor parallel size.
+fn single_node_infer_gpus(v: &View, ctx: &mut Ctx, f: &Facts) {
+    let Facts {
+        has_inf,
+        deploy,
+        tp,
+        dp,
+        ..
+    } = *f;
     if deploy == "single_node" && has_inf {
         let i = v.int("deployment.num_infer_gpus").unwrap_or(1);
         if i != dp * tp && tp > 0 && i % tp != 0 {

@@ -108,15 +108,14 @@ pub(super) fn run(v: &View, ctx: &mut Ctx) {
     top_level(v, ctx);
 }
 
+/// The top-level rules, as named steps.
 fn top_level(v: &View, ctx: &mut Ctx) {
     if !ctx.ok("") {
         return;
     }
     let has_inf = v.raw("inference").is_some_and(Value::is_table);
     let has_eval = v.raw("eval").is_some_and(Value::is_table);
-    let lora = v.on("model.lora");
     let model = v.str("model.name");
-    let deploy = v.tag("deployment").unwrap_or("single_node");
     if has_inf && !has_eval {
         ctx.error(
             "",
@@ -125,94 +124,117 @@ fn top_level(v: &View, ctx: &mut Ctx) {
         );
     }
     if has_eval {
-        let wb = v.tag("weight_broadcast").unwrap_or(if lora || !has_inf {
-            "filesystem"
-        } else {
-            "nccl"
-        });
-        if wb == "nixl" {
+        online_eval(v, ctx, has_inf, model);
+    }
+    renderer(v, ctx, model);
+    context_parallel(v, ctx);
+    vlm(v, ctx);
+}
+
+/// Online evaluation (`[eval]`): the weight broadcast it can use, the inference model, and
+/// the GPUs and port of its inference server.
+fn online_eval(v: &View, ctx: &mut Ctx, has_inf: bool, model: Option<&str>) {
+    let lora = v.on("model.lora");
+    let deploy = v.tag("deployment").unwrap_or("single_node");
+    let wb = v.tag("weight_broadcast").unwrap_or(if lora || !has_inf {
+        "filesystem"
+    } else {
+        "nccl"
+    });
+    if wb == "nixl" {
+        ctx.error(
+            "",
+            "The nixl weight broadcast is not supported for SFT",
+            "Use filesystem or nccl.",
+        );
+    }
+    if lora && wb == "nccl" {
+        ctx.error("", "LoRA training is not yet supported with in-memory weight broadcast. Set weight_broadcast.type = 'filesystem'.", "Set `[weight_broadcast] type = \"filesystem\"`.");
+    }
+    if v.flag("eval.retrigger_on_resume") && wb != "filesystem" {
+        ctx.error(
+            "",
+            "eval.retrigger_on_resume = true requires the filesystem weight broadcast",
+            "Set `[weight_broadcast] type = \"filesystem\"`.",
+        );
+    }
+    let tp = v.int("inference.vllm.tensor_parallel_size").unwrap_or(1);
+    let dp = v.int("inference.vllm.data_parallel_size").unwrap_or(1);
+    let gpn = v.int("deployment.gpus_per_node").unwrap_or(8);
+    let inf_model = v
+        .raw("inference.vllm.model")
+        .and_then(Value::as_str)
+        .or(model);
+    if has_inf && inf_model != model {
+        ctx.error(
+            "",
+            format!(
+                "inference.vllm.model ({}) must equal model.name ({})",
+                inf_model.map_or("None".into(), |s| show("model", s)),
+                model.map_or("None".into(), |s| show("model", s))
+            ),
+            "Remove inference.vllm.model; it is filled from model.name.",
+        );
+    }
+    if deploy == "multi_node" {
+        if !has_inf {
             ctx.error(
                 "",
-                "The nixl weight broadcast is not supported for SFT",
-                "Use filesystem or nccl.",
+                "Multi-node SFT with [eval] requires an [inference] table",
+                "Add [inference].",
             );
         }
-        if lora && wb == "nccl" {
-            ctx.error("", "LoRA training is not yet supported with in-memory weight broadcast. Set weight_broadcast.type = 'filesystem'.", "Set `[weight_broadcast] type = \"filesystem\"`.");
-        }
-        if v.flag("eval.retrigger_on_resume") && wb != "filesystem" {
+        if v.int("deployment.num_infer_nodes").unwrap_or(0) < 1 {
             ctx.error(
                 "",
-                "eval.retrigger_on_resume = true requires the filesystem weight broadcast",
-                "Set `[weight_broadcast] type = \"filesystem\"`.",
+                "Multi-node SFT with [eval] requires deployment.num_infer_nodes >= 1",
+                "Give the evaluation inference at least one node.",
             );
         }
-        let tp = v.int("inference.vllm.tensor_parallel_size").unwrap_or(1);
-        let dp = v.int("inference.vllm.data_parallel_size").unwrap_or(1);
-        let gpn = v.int("deployment.gpus_per_node").unwrap_or(8);
-        let inf_model = v
-            .raw("inference.vllm.model")
-            .and_then(Value::as_str)
-            .or(model);
-        if has_inf && inf_model != model {
+        if has_inf && v.raw("inference.router").is_some_and(crate::value::is_none) {
+            ctx.error(
+                "",
+                "Multi-node SFT with [eval] requires inference.router",
+                "Do not set `router = \"None\"`.",
+            );
+        }
+        if tp > 0 && gpn % tp != 0 {
+            ctx.error("", format!("deployment.gpus_per_node must be divisible by inference.vllm.tensor_parallel_size ({gpn} % {tp} != 0)"), "Pick a tensor parallel size that divides the GPUs per node.");
+        }
+    } else if has_inf {
+        let t = v.int("deployment.num_train_gpus").unwrap_or(1);
+        let i = v.int("deployment.num_infer_gpus").unwrap_or(1);
+        if t + i > gpn {
             ctx.error(
                 "",
                 format!(
-                    "inference.vllm.model ({}) must equal model.name ({})",
-                    inf_model.map_or("None".into(), |s| show("model", s)),
-                    model.map_or("None".into(), |s| show("model", s))
+                    "Total GPU count ({} = {t} train + {i} infer) exceeds gpus_per_node ({gpn}).",
+                    t + i
                 ),
-                "Remove inference.vllm.model; it is filled from model.name.",
+                format!("Keep num_train_gpus + num_infer_gpus within {gpn}."),
             );
         }
-        if deploy == "multi_node" {
-            if !has_inf {
+        if i != dp * tp && tp > 0 && i % tp != 0 {
+            ctx.error("", "Assertion failed, Number of inference GPUs must be divisible by the tensor parallel size", format!("num_infer_gpus = {i} is not a multiple of tensor_parallel_size = {tp}."));
+        }
+        if let Some(url) = v.raw("eval.client.base_url").and_then(Value::as_str) {
+            let port = v.int("inference.server.port").unwrap_or(8000);
+            if url_port(url).is_some_and(|p| p != port) {
                 ctx.error(
                     "",
-                    "Multi-node SFT with [eval] requires an [inference] table",
-                    "Add [inference].",
+                    format!(
+                        "eval.client.base_url's port must equal inference.server.port ({port})"
+                    ),
+                    "Remove eval.client.base_url, or match the ports.",
                 );
-            }
-            if v.int("deployment.num_infer_nodes").unwrap_or(0) < 1 {
-                ctx.error(
-                    "",
-                    "Multi-node SFT with [eval] requires deployment.num_infer_nodes >= 1",
-                    "Give the evaluation inference at least one node.",
-                );
-            }
-            if has_inf && v.raw("inference.router").is_some_and(crate::value::is_none) {
-                ctx.error(
-                    "",
-                    "Multi-node SFT with [eval] requires inference.router",
-                    "Do not set `router = \"None\"`.",
-                );
-            }
-            if tp > 0 && gpn % tp != 0 {
-                ctx.error("", format!("deployment.gpus_per_node must be divisible by inference.vllm.tensor_parallel_size ({gpn} % {tp} != 0)"), "Pick a tensor parallel size that divides the GPUs per node.");
-            }
-        } else if has_inf {
-            let t = v.int("deployment.num_train_gpus").unwrap_or(1);
-            let i = v.int("deployment.num_infer_gpus").unwrap_or(1);
-            if t + i > gpn {
-                ctx.error("", format!("Total GPU count ({} = {t} train + {i} infer) exceeds gpus_per_node ({gpn}).", t + i), format!("Keep num_train_gpus + num_infer_gpus within {gpn}."));
-            }
-            if i != dp * tp && tp > 0 && i % tp != 0 {
-                ctx.error("", "Assertion failed, Number of inference GPUs must be divisible by the tensor parallel size", format!("num_infer_gpus = {i} is not a multiple of tensor_parallel_size = {tp}."));
-            }
-            if let Some(url) = v.raw("eval.client.base_url").and_then(Value::as_str) {
-                let port = v.int("inference.server.port").unwrap_or(8000);
-                if url_port(url).is_some_and(|p| p != port) {
-                    ctx.error(
-                        "",
-                        format!(
-                            "eval.client.base_url's port must equal inference.server.port ({port})"
-                        ),
-                        "Remove eval.client.base_url, or match the ports.",
-                    );
-                }
             }
         }
     }
+}
+
+/// The renderer must be known for real data (`auto` maps the model family; `default` is
+/// refused).
+fn renderer(v: &View, ctx: &mut Ctx, model: Option<&str>) {
     let fake_only = v.tag("data") == Some("fake") && !v.on("val");
     if !fake_only {
         match v.str("renderer.name").unwrap_or("auto") {
@@ -232,6 +254,10 @@ fn top_level(v: &View, ctx: &mut Ctx) {
             _ => {}
         }
     }
+}
+
+/// Context parallelism: seq_len divisible by `model.cp`, micro-batches of one.
+fn context_parallel(v: &View, ctx: &mut Ctx) {
     let cp = v.int("model.cp").unwrap_or(1);
     if cp > 1 {
         for d in ["data", "val.data"] {
@@ -255,6 +281,10 @@ fn top_level(v: &View, ctx: &mut Ctx) {
             }
         }
     }
+}
+
+/// VLM training: micro-batches of one.
+fn vlm(v: &View, ctx: &mut Ctx) {
     if v.on("model.vlm") {
         for d in ["data", "val.data"] {
             if d == "val.data" && !v.on("val") {
