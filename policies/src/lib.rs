@@ -4,12 +4,16 @@
 //! override (`overrides`), which secrets a run may receive (`forwarding`), who confirms through
 //! which channel (`confirmation`), the dispatch settle rules (`dispatch`) and the lifecycle
 //! preconditions (`lifecycle`). Plus the state store (`store`: plans, approvals, the dispatch
-//! and volume journal, nonces, the audit log) — the only I/O here.
+//! and volume journal, nonces, the audit log), race-free reads and writes of the files tools
+//! touch (`files`, `upload`), and who may run a config checker with which environment
+//! (`checkers`) — the only I/O here.
 
+pub mod checkers;
 pub mod confirmation;
 mod detect;
 pub mod dispatch;
 pub mod duplicates;
+pub mod files;
 pub mod forwarding;
 pub mod launch;
 pub mod lifecycle;
@@ -21,6 +25,8 @@ pub mod redact;
 mod secret;
 pub mod secret_guard;
 pub mod store;
+pub mod untrusted;
+pub mod upload;
 
 pub use detect::{is_placeholder, looks_opaque};
 pub use mask::mask_key;

@@ -111,6 +111,43 @@ impl Default for PlatformTimeouts {
     }
 }
 
+// ---- hardening (issue 17): checkers that run code, uploads of secret-looking files ----------
+
+/// `[validate]`: the optional checkers of `validate_config`. Each runs code on this machine, so
+/// only a person turns it on (here or with a flag); a tool argument never can.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ValidatePolicy {
+    /// A prime-rl checkout (outside the workspace and the allowed directories) whose own schema
+    /// also checks configs: `uv run --no-sync python -I` inside it, with a scrubbed environment.
+    pub prime_rl_checkout: Option<PathBuf>,
+    /// Also run `prime train validate -o json` when `prime` is on the PATH.
+    pub prime_cli: bool,
+    /// Time limit of each checker, in seconds.
+    pub checker_timeout_s: u64,
+}
+
+impl Default for ValidatePolicy {
+    fn default() -> Self {
+        ValidatePolicy {
+            prime_rl_checkout: None,
+            prime_cli: false,
+            checker_timeout_s: 60,
+        }
+    }
+}
+
+/// `[upload]`: what `upload_to_volume` may send to a (shared) volume.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UploadPolicy {
+    /// Upload files named like secret files (`.env*`, `.netrc`, `id_*`, `*.pem`,
+    /// `credentials*`). Their content is still scanned for secrets either way.
+    pub allow_secret_files: bool,
+}
+
+// ---- end hardening block ---------------------------------------------------------------------
+
 /// The policy. Every field has a safe default; `Policy::default()` is what runs with no file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -148,6 +185,8 @@ pub struct Policy {
     pub http: HttpPolicy,
     pub platform: PlatformTimeouts,
     pub guard: GuardPolicy,
+    pub validate: ValidatePolicy,
+    pub upload: UploadPolicy,
 }
 
 impl Default for Policy {
@@ -173,6 +212,8 @@ impl Default for Policy {
             http: HttpPolicy::default(),
             platform: PlatformTimeouts::default(),
             guard: GuardPolicy::default(),
+            validate: ValidatePolicy::default(),
+            upload: UploadPolicy::default(),
         }
     }
 }
@@ -357,6 +398,13 @@ impl Policy {
             {
                 return Err(PolicyError::key_err(key, "entries must not be empty"));
             }
+        }
+        let t = self.validate.checker_timeout_s;
+        if t == 0 || t > MAX_TIMEOUT_S {
+            return Err(PolicyError::key_err(
+                "validate.checker_timeout_s",
+                format!("must be between 1 and {MAX_TIMEOUT_S} seconds, got {t}"),
+            ));
         }
         if self.confirm == ConfirmMode::Plan {
             let missing: Vec<&str> = [

@@ -270,6 +270,28 @@ impl SecretGuard {
         finish(out)
     }
 
+    /// Checks free text (a file's content) for known values and credential shapes, without
+    /// structure: findings are `label (line N)`, one per kind. Weak `NAME=VALUE` hits count too
+    /// when the value is opaque; plain words under secret-sounding names do not.
+    pub fn check_text(&self, text: &str, label: &str) -> Result<(), Vec<SecretFinding>> {
+        let mut hits = Vec::new();
+        self.known.hits(text, &mut hits);
+        shape_hits(text, &mut hits);
+        let mut out = Vec::new();
+        let mut kinds = HashSet::new();
+        for hit in hits {
+            if hit.weak || !kinds.insert(hit.kind.clone()) {
+                continue;
+            }
+            let line = text[..hit.range.start].matches('\n').count() + 1;
+            out.push(SecretFinding {
+                path: format!("{label} (line {line})"),
+                kind: hit.kind,
+            });
+        }
+        finish(out)
+    }
+
     /// Checks one string as if it were the argument at `path` with key `key` (`None` for a
     /// free-standing value).
     pub fn check_str(

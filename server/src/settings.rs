@@ -74,6 +74,18 @@ pub struct SettingsArgs {
     pub connect_timeout_s: Option<u64>,
     #[arg(long, value_name = "SECONDS")]
     pub create_timeout_s: Option<u64>,
+    // ---- hardening (issue 17) ----
+    /// A prime-rl checkout (outside the workspace) whose own schema validate_config also runs
+    /// (policy key `validate.prime_rl_checkout`).
+    #[arg(long, value_name = "DIR")]
+    pub prime_rl_checkout: Option<PathBuf>,
+    /// Let validate_config also run `prime train validate` (policy key `validate.prime_cli`).
+    #[arg(long)]
+    pub prime_cli_checker: bool,
+    /// Let upload_to_volume send files named like secret files, still scanned (policy key
+    /// `upload.allow_secret_files`).
+    #[arg(long)]
+    pub allow_secret_file_uploads: bool,
 }
 
 fn parse_confirm(s: &str) -> Result<ConfirmMode, String> {
@@ -156,6 +168,7 @@ fn resolve_file_paths(policy: &mut Policy, file: &Path, env: &dyn Fn(&str) -> Op
         .chain(policy.allow_dirs.iter_mut())
         .chain(policy.secrets.env_file.iter_mut())
         .chain(policy.http.auth_token_file.iter_mut())
+        .chain(policy.validate.prime_rl_checkout.iter_mut())
         .for_each(fix);
 }
 
@@ -260,6 +273,13 @@ impl SettingsArgs {
             &mut policy.platform.create_timeout_s,
             &self.create_timeout_s,
         );
+        // hardening (issue 17)
+        set_opt(
+            &mut policy.validate.prime_rl_checkout,
+            &self.prime_rl_checkout,
+        );
+        policy.validate.prime_cli |= self.prime_cli_checker;
+        policy.upload.allow_secret_files |= self.allow_secret_file_uploads;
     }
 }
 

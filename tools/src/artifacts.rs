@@ -330,9 +330,7 @@ async fn fetch_checkpoint(
             plan.len()
         )));
     }
-    tokio::fs::create_dir_all(&local_dir)
-        .await
-        .map_err(|e| ToolError::new(format!("cannot create {}: {e}", local_dir.display())))?;
+    let (dest_dir, staging) = crate::transfers::open(&state, &local_dir)?;
 
     let total: u64 = plan.iter().map(|(_, o)| o.size).sum();
     let started = Instant::now();
@@ -360,10 +358,9 @@ async fn fetch_checkpoint(
             continue;
         };
         let path = local_dir.join(&rel_path);
-        if tokio::fs::metadata(&path)
-            .await
-            .is_ok_and(|m| m.is_file() && m.len() == obj.size)
-        {
+        let (file_dir, file_name) = crate::transfers::place(&dest_dir, &rel_path)?;
+        let staged = staging.path().join(&rel_path);
+        if file_dir.regular_len(file_name.as_os_str()) == Some(obj.size) {
             out.skipped += 1;
             out.bytes += obj.size;
             skipped_bytes += obj.size;
@@ -371,7 +368,7 @@ async fn fetch_checkpoint(
             continue;
         }
         let result =
-            download_with_progress(&s3, obj, &path, &counter, &call, skipped_bytes, total).await;
+            download_with_progress(&s3, obj, &staged, &counter, &call, skipped_bytes, total).await;
         match result {
             None => {
                 out.cancelled = true;
@@ -387,6 +384,7 @@ async fn fetch_checkpoint(
                 ));
             }
             Some(Ok(r)) => {
+                crate::transfers::publish(&file_dir, &staged, &file_name)?;
                 out.downloaded += 1;
                 out.bytes += r.bytes;
                 push_file(
@@ -557,55 +555,6 @@ fn remote_dir_of(arg: &str) -> Result<String, ToolError> {
     }
 }
 
-/// The files to upload: `(local file, path relative to the destination)`.
-fn upload_plan(src: &Path) -> Result<Vec<(PathBuf, String)>, ToolError> {
-    let meta = std::fs::symlink_metadata(src)
-        .map_err(|e| ToolError::new(format!("{}: {e}", src.display())))?;
-    if meta.is_file() {
-        let name = src
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        return Ok(vec![(src.to_path_buf(), name)]);
-    }
-    if !meta.is_dir() {
-        return Err(ToolError::new(format!(
-            "{} is neither a file nor a folder (symlinks are not followed).",
-            src.display()
-        )));
-    }
-    let mut out = Vec::new();
-    let mut stack = vec![src.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| ToolError::new(format!("{}: {e}", dir.display())))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| ToolError::new(format!("{}: {e}", dir.display())))?;
-            let ft = entry
-                .file_type()
-                .map_err(|e| ToolError::new(format!("{}: {e}", entry.path().display())))?;
-            let path = entry.path();
-            if ft.is_dir() {
-                stack.push(path);
-            } else if ft.is_file() {
-                let rel = path
-                    .strip_prefix(src)
-                    .map(|r| r.to_string_lossy().replace('\\', "/"))
-                    .unwrap_or_default();
-                out.push((path, rel));
-            }
-            if out.len() > MAX_FILES {
-                return Err(ToolError::new(format!(
-                    "{} holds more than {MAX_FILES} files; upload a smaller folder.",
-                    src.display()
-                )));
-            }
-        }
-    }
-    out.sort_by(|a, b| a.1.cmp(&b.1));
-    Ok(out)
-}
-
 async fn upload_to_volume(
     state: Arc<AppState>,
     args: UploadArgs,
@@ -631,12 +580,13 @@ async fn upload_to_volume(
             .as_deref()
             .unwrap_or(&format!("datasets/{default_name}")),
     )?;
-    let plan = {
-        let src = src.clone();
-        tokio::task::spawn_blocking(move || upload_plan(&src))
-            .await
-            .map_err(|e| ToolError::new(format!("cannot walk local_path: {e}")))??
-    };
+    // Read race-free, refused on a secret file or content, staged: what is sent is what was checked.
+    let staged = crate::transfers::stage_upload(state.clone(), src.clone(), MAX_FILES).await?;
+    let plan: Vec<(PathBuf, String)> = staged
+        .files
+        .iter()
+        .map(|(p, rel, _)| (p.clone(), rel.clone()))
+        .collect();
     if plan.is_empty() {
         return Err(ToolError::new(format!(
             "{} holds no files to upload.",

@@ -2,7 +2,7 @@
 //! is reachable (model, GPU type, volume, schema drift through `prepare`), and the optional
 //! authoritative checkers.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use factory_platform::{
     PrepareOutcome, TeamScope,
@@ -40,9 +40,11 @@ pub struct ValidateArgs {
     pub personal: Option<bool>,
     /// Skip the account-aware checks (model, GPU type, volume, schema drift).
     pub offline: Option<bool>,
-    /// A prime-rl checkout (under the workspace) whose own schema also checks the config.
+    /// Not an argument any more (hidden from the schema; refused with how a person enables it):
+    /// the checkers run code, so the policy's `[validate]` turns them on.
+    #[schemars(skip)]
     pub prime_rl_checkout: Option<String>,
-    /// Also run `prime train validate` when the prime CLI is installed.
+    #[schemars(skip)]
     pub prime_cli: Option<bool>,
 }
 
@@ -127,22 +129,18 @@ async fn validate_config(
                 .workspace()?
                 .resolve_existing(p)
                 .map_err(|e| ToolError::new(format!("config_path: {e}")))?;
-            let bytes = tokio::fs::read(&path)
-                .await
-                .map_err(|e| ToolError::new(format!("cannot read {}: {e}", path.display())))?;
+            let bytes = factory_policies::files::read_file(
+                state.workspace()?,
+                &path,
+                factory_policies::files::ReadLimits::CONFIG,
+            )
+            .map_err(|e| ToolError::new(format!("config_path: {e}")))?;
             String::from_utf8(bytes)
                 .map_err(|_| ToolError::new(format!("{} is not UTF-8 text", path.display())))?
         }
     };
-    let checkout: Option<PathBuf> = match &args.prime_rl_checkout {
-        Some(p) => Some(
-            state
-                .workspace()?
-                .resolve_existing(p)
-                .map_err(|e| ToolError::new(format!("prime_rl_checkout: {e}")))?,
-        ),
-        None => None,
-    };
+    let (checkout, checkout_refused, prime_cli) =
+        crate::checker_gate::gate(&state, args.prime_rl_checkout.as_deref(), args.prime_cli)?;
     let doc = validation::parse(&text).ok();
     let top = |k: &str| {
         doc.as_ref()
@@ -154,9 +152,13 @@ async fn validate_config(
     let mut input = ValidationInput::new(text);
     input.sft = args.sft.unwrap_or(false);
     input.prime_rl_checkout = checkout;
-    input.prime_cli = args.prime_cli.unwrap_or(false);
-    input.timeout = Duration::from_secs(60);
+    input.prime_cli = prime_cli;
+    input.timeout = Duration::from_secs(state.policy.validate.checker_timeout_s);
+    input.search_path = crate::checker_gate::search_path(&state);
     let mut report = validation::validate(input).await;
+    if let Some(why) = checkout_refused {
+        report.checker("prime_rl_checkout", validation::Status::Failed, why);
+    }
 
     if args.offline != Some(true)
         && let Ok(platform) = state.platform()

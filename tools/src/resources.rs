@@ -49,10 +49,11 @@ pub fn templates() -> Vec<ResourceTemplate> {
     ]
 }
 
-/// A URI as it may appear in an error: bounded, one line.
+/// A URI as it may appear in an error: one line. Not cut here: the server redacts the whole
+/// message first and then bounds it (a cut could split a secret value past recognition).
 pub fn shown_uri(uri: &str) -> String {
     uri.chars()
-        .take(120)
+        .take(4096)
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
 }
@@ -143,7 +144,7 @@ pub async fn read(state: &AppState, uri: &str) -> Result<ReadResourceResult, Mcp
         "application/json"
     };
     Ok(ReadResourceResult::new(vec![
-        ResourceContents::text(text, uri.to_string()).with_mime_type(mime),
+        ResourceContents::text(text, state.redactor.redact(uri).into_owned()).with_mime_type(mime),
     ]))
 }
 

@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::{
     catalogue::ToolSpec,
     error::ToolError,
-    reply::{self, HasRedactor, ToolResult},
+    reply::{self, HasRedactor, Redact, ToolResult},
     resources::ResourceReader,
     schema,
 };
@@ -159,7 +159,15 @@ impl<S: Send + Sync + 'static> FactoryServer<S> {
     }
 }
 
-impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
+/// A protocol error as it may leave the server: its message (which can echo a tool name, URI or
+/// prompt name the client sent) redacted, then made one bounded line.
+fn safe_error(mut e: McpError, redactor: &dyn Redact) -> McpError {
+    let shown = factory_policies::untrusted::one_line(&redactor.redact_str(&e.message), 300);
+    e.message = shown.into();
+    e
+}
+
+impl<S: HasRedactor + Send + Sync + 'static> ServerHandler for FactoryServer<S> {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -236,7 +244,8 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
                 let span = tracing::info_span!("resource");
                 let mut result = reader(self.state.clone(), request.uri)
                     .instrument(span)
-                    .await?;
+                    .await
+                    .map_err(|e| safe_error(e, self.state.redactor()))?;
                 let mut scope = None;
                 mark_complete(
                     &context,
@@ -248,12 +257,15 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
                 result.cache_scope = scope.map(|_| CacheScope::Private);
                 Ok(result.into())
             }
-            _ => Err(McpError::resource_not_found(
-                format!(
-                    "resource not found: {}",
-                    crate::resources::shown_uri(&request.uri)
+            _ => Err(safe_error(
+                McpError::resource_not_found(
+                    format!(
+                        "resource not found: {}",
+                        crate::resources::shown_uri(&request.uri)
+                    ),
+                    None,
                 ),
-                None,
+                self.state.redactor(),
             )),
         }
     }
@@ -283,6 +295,7 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
             self.tools.contains_key(t)
         })
         .map(Into::into)
+        .map_err(|e| safe_error(e, self.state.redactor()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -295,9 +308,9 @@ impl<S: Send + Sync + 'static> ServerHandler for FactoryServer<S> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(def) = self.tools.get(request.name.as_ref()) else {
-            return Err(McpError::invalid_params(
-                format!("tool not found: {}", request.name),
-                None,
+            return Err(safe_error(
+                McpError::invalid_params(format!("tool not found: {}", request.name), None),
+                self.state.redactor(),
             ));
         };
         let span = tracing::info_span!("tool", name = def.spec.name);

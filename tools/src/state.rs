@@ -70,6 +70,8 @@ pub struct AppState {
     store: Result<Arc<dyn StateStore>, ToolError>,
     /// Values of the secrets a run may receive (WANDB_API_KEY, HF_TOKEN), by name.
     forwardable: Vec<(String, SecretString)>,
+    /// One pacing budget shared by every poll loop (`watch_run`).
+    pub polls: crate::pacing::PollBudget,
 }
 
 impl AppState {
@@ -91,6 +93,7 @@ impl AppState {
             limits: Limits::default(),
             store: Err(unavailable_store("no state directory was configured")),
             forwardable: Vec::new(),
+            polls: crate::pacing::PollBudget::default(),
         }
     }
 
@@ -201,6 +204,8 @@ impl AppState {
             let min = std::time::Duration::from_millis(ms.clamp(10, 60_000));
             state.limits.watch_poll_min = min;
             state.limits.watch_poll_max = state.limits.watch_poll_max.min(min * 4).max(min);
+            // The shared budget scales with the faster poll (a few watches at once still fit).
+            state.polls = crate::pacing::PollBudget::new(8.0 / min.as_secs_f64(), 10);
         }
         Ok(Built { state, known })
     }

@@ -348,14 +348,13 @@ pub(crate) async fn fetch_traces(
         .workspace()?
         .resolve_for_write(&args.dest_dir)
         .map_err(|e| ToolError::new(format!("dest_dir: {e}")))?;
-    tokio::fs::create_dir_all(&dest)
-        .await
-        .map_err(|e| ToolError::new(format!("cannot create {}: {e}", dest.display())))?;
     let platform = state.platform()?;
 
     // List every trace first (whole-run pagination), so progress has a total.
     let mut all: Vec<TraceSummary> = Vec::new();
     let scope = run_scope(&state, &args.run_id).await?;
+    // The run exists: only now is dest_dir created, held open and written relative to.
+    let (dest_dir, staging) = crate::transfers::open(&state, &dest)?;
     for trace_run in trace_runs(platform, &scope, &args.run_id, kind).await? {
         let mut cursor = None;
         loop {
@@ -405,15 +404,17 @@ pub(crate) async fn fetch_traces(
         // Files appear under their final name only after a complete, fsynced download (the
         // platform client renames a finished temporary file), so an existing file of the
         // advertised size is complete.
-        let existing = tokio::fs::metadata(&path).await.ok().map(|m| m.len());
+        let existing = dest_dir.regular_len(name.as_ref());
         let (bytes, skipped) = match existing {
             Some(len) if t.size_bytes.is_none_or(|s| s == len) => (len, true),
-            _ => match traces.download_trace_raw(&t.trace_id, &path).await {
+            _ => match crate::transfers::trace(&traces, &t.trace_id, &staging, &dest_dir, &name)
+                .await
+            {
                 Ok(n) => (n, false),
                 Err(e) => {
                     out.not_downloaded.push(NotDownloaded {
                         trace_id: t.trace_id.clone(),
-                        reason: e.to_string(),
+                        reason: e,
                     });
                     continue;
                 }

@@ -4,6 +4,12 @@
 //! installed, fails or runs out of time is recorded in `Report::checkers` and changes
 //! nothing else; one that runs adds its errors (source `prime_rl_checkout` / `prime_cli`),
 //! and the `prime` CLI's artifact also tells which schema commit the platform uses.
+//!
+//! Both checkers run code, so they are a person's decision (`factory_policies::checkers`). The
+//! checkout runs as `uv run --no-sync python -I -B` (no current directory or user site on the
+//! import path) with a scrubbed environment and a temporary `HOME`; every checker is bounded
+//! in time and output, and what it prints is untrusted text: redacted, reduced to one line per
+//! message, control and bidi characters neutralised, never echoed raw.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -23,6 +29,40 @@ pub use factory_config::{
 
 /// The most output read from a checker (stdout and stderr each).
 const OUTPUT_LIMIT: u64 = 1 << 20;
+/// The most errors taken from one checker's verdict, and the longest message kept.
+const MAX_CHECKER_ERRORS: usize = 200;
+const MAX_MESSAGE_CHARS: usize = 300;
+
+/// The secrets of this process's environment: for the child's environment filter and to
+/// redact what a checker prints (the tool's own redaction runs again on the way out).
+static KNOWN: std::sync::LazyLock<(factory_policies::SecretGuard, factory_policies::Redactor)> =
+    std::sync::LazyLock::new(|| {
+        let known = factory_policies::KnownSecrets::from_env(|k| std::env::var(k).ok());
+        (
+            factory_policies::SecretGuard::new(known.clone()),
+            factory_policies::Redactor::new(known),
+        )
+    });
+
+/// A checker's text as it may be shown: credential shapes described, known values redacted,
+/// one bounded line with control and bidi characters neutralised.
+fn untrusted(text: &str, max_chars: usize) -> String {
+    let scrubbed = factory_config::secrets::scrub(text);
+    factory_policies::untrusted::one_line(&KNOWN.1.redact(&scrubbed), max_chars)
+}
+
+/// A location a checker reported, kept only when it reads as a dotted config path.
+fn untrusted_loc(loc: &str) -> String {
+    let plausible = loc.len() <= 200
+        && loc
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-[]".contains(c));
+    if plausible {
+        loc.to_string()
+    } else {
+        String::new()
+    }
+}
 
 /// What to validate and which optional checkers to try.
 #[derive(Debug, Clone)]
@@ -31,7 +71,8 @@ pub struct ValidationInput {
     pub toml: String,
     /// Force SFT (`--sft`).
     pub sft: bool,
-    /// A prime-rl checkout whose own schema to run (`uv run --no-sync python …` inside it).
+    /// A prime-rl checkout whose own schema to run (`uv run --no-sync python -I …` inside it).
+    /// Set only from the policy or a flag, checked by `factory_policies::checkers::checkout_dir`.
     pub prime_rl_checkout: Option<PathBuf>,
     /// Also run `prime train validate -o json` when `prime` is on the PATH.
     pub prime_cli: bool,
@@ -98,7 +139,7 @@ pub async fn validate(input: ValidationInput) -> Report {
         None => report.checker(
             "prime_rl_checkout",
             CheckerStatus::Skipped,
-            "no prime-rl checkout given",
+            "not enabled (policy key validate.prime_rl_checkout)",
         ),
         Some(dir) => {
             checkout_checker(
@@ -122,7 +163,11 @@ pub async fn validate(input: ValidationInput) -> Report {
         )
         .await;
     } else {
-        report.checker("prime_cli", CheckerStatus::Skipped, "not requested");
+        report.checker(
+            "prime_cli",
+            CheckerStatus::Skipped,
+            "not enabled (policy key validate.prime_cli)",
+        );
     }
     report.finish();
     report
@@ -233,10 +278,7 @@ fn first_line(text: &str) -> String {
         .map(str::trim)
         .rfind(|l| !l.is_empty())
         .unwrap_or("");
-    let mut s: String = factory_config::secrets::scrub(line)
-        .chars()
-        .take(300)
-        .collect();
+    let mut s = untrusted(line, MAX_MESSAGE_CHARS);
     if s.is_empty() {
         s = "no output".into();
     }
@@ -323,15 +365,15 @@ fn merge(
         .map(|f| f.path.clone())
         .collect();
     let (mut added, mut agreed) = (0, 0);
-    for (loc, msg) in errors {
-        let path = normalise_loc(&loc);
+    for (loc, msg) in errors.into_iter().take(MAX_CHECKER_ERRORS) {
+        let path = normalise_loc(&untrusted_loc(&loc));
         if native.contains(&path) {
             agreed += 1;
             continue;
         }
         added += 1;
         report.push(
-            Finding::error(path, factory_config::secrets::scrub(&msg))
+            Finding::error(path, untrusted(&msg, MAX_MESSAGE_CHARS))
                 .hint(format!("Reported by {what}."))
                 .from_source(source),
         );
@@ -406,25 +448,41 @@ async fn checkout_checker(
         }
     };
     let input = serde_json::json!({ "mode": mode.as_str(), "config": config }).to_string();
-    let mut cmd = Command::new(uv);
-    cmd.args(["run", "--no-sync", "python", "-B", "-c", CHECKOUT_SCRIPT])
-        .current_dir(dir)
-        .env_clear();
-    for key in [
-        "HOME",
-        "LANG",
-        "TMPDIR",
-        "XDG_CACHE_HOME",
-        "UV_CACHE_DIR",
-        "UV_PYTHON_INSTALL_DIR",
-    ] {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
+    // A temporary, empty HOME: no credential file is found through it.
+    let home = match tempfile::Builder::new()
+        .prefix("factory-mcp-checker-home-")
+        .tempdir()
+    {
+        Ok(h) => h,
+        Err(e) => {
+            report.checker(
+                NAME,
+                CheckerStatus::Failed,
+                format!("cannot create a temporary HOME: {e}"),
+            );
+            return;
         }
-    }
-    if let Some(p) = path {
-        cmd.env("PATH", p);
-    }
+    };
+    let mut cmd = Command::new(uv);
+    // `-I`: neither the working directory nor the user site is on the import path, and no
+    // PYTHON* variable applies, so a `json.py` planted beside the checkout is never imported.
+    cmd.args([
+        "run",
+        "--no-sync",
+        "python",
+        "-I",
+        "-B",
+        "-c",
+        CHECKOUT_SCRIPT,
+    ])
+    .current_dir(dir)
+    .env_clear()
+    .envs(factory_policies::checkers::checkout_env(
+        &|k: &str| std::env::var_os(k),
+        &KNOWN.0,
+        home.path(),
+        path,
+    ));
     match run(cmd, Some(input.into_bytes()), timeout).await {
         Outcome::SpawnFailed(e) => report.checker(
             NAME,
@@ -462,7 +520,9 @@ async fn checkout_checker(
                     .and_then(Json::as_array)
                     .map(|a| {
                         a.iter()
-                            .filter_map(|d| d.as_str().map(String::from))
+                            .take(20)
+                            .filter_map(|d| d.as_str().map(untrusted_loc))
+                            .filter(|d| !d.is_empty())
                             .collect()
                     })
                     .unwrap_or_default();
@@ -574,12 +634,16 @@ async fn prime_cli_checker(
     let mut cmd = Command::new(prime);
     cmd.args(["train", "validate"])
         .arg(file.path())
-        .args(["-o", "json"]);
+        .args(["-o", "json"])
+        .current_dir(std::env::temp_dir())
+        .env_clear()
+        .envs(factory_policies::checkers::prime_cli_env(
+            std::env::vars_os(),
+            &KNOWN.0,
+            path,
+        ));
     if sft {
         cmd.arg("--sft");
-    }
-    if let Some(p) = path {
-        cmd.env("PATH", p);
     }
     match run(cmd, None, timeout).await {
         Outcome::SpawnFailed(e) => report.checker(

@@ -271,3 +271,57 @@ async fn syntax_errors_give_an_invalid_report_with_the_location() {
     );
     assert_eq!(checker(&r, "native").status, CheckerStatus::Failed);
 }
+
+#[tokio::test]
+async fn the_checkout_runs_with_python_isolated_and_a_temporary_home() {
+    let bin = Bin::new();
+    let (args, env) = (bin.file("args"), bin.file("env"));
+    bin.script(
+        "uv",
+        &format!(
+            "cat > /dev/null\necho \"$@\" > '{}'\nenv > '{}'\necho '{{\"valid\": true, \"errors\": []}}'",
+            args.display(),
+            env.display()
+        ),
+    );
+    let co = checkout();
+    let mut i = input(&bin, VALID_RL);
+    i.prime_rl_checkout = Some(co.path().to_path_buf());
+    let r = validate(i).await;
+    assert_eq!(checker(&r, "prime_rl_checkout").status, CheckerStatus::Ran);
+    let args = std::fs::read_to_string(args).expect("uv ran");
+    assert!(args.starts_with("run --no-sync python -I "), "{args}");
+    let env = std::fs::read_to_string(env).expect("env");
+    let home = env
+        .lines()
+        .find_map(|l| l.strip_prefix("HOME="))
+        .expect("a HOME");
+    assert_ne!(Some(home.to_string()), std::env::var("HOME").ok(), "{env}");
+    assert!(home.contains("factory-mcp-checker-home-"), "{env}");
+}
+
+#[tokio::test]
+async fn checker_output_is_one_neutralised_line_per_message() {
+    let bin = Bin::new();
+    bin.script(
+        "uv",
+        "cat > /dev/null\nprintf '%s\\n' '{\"valid\": false, \"errors\": [{\"loc\": \"trainer.x\\nFAKE\", \"msg\": \"line one\\n\\u001b[2Jtwo \\u202eevil\"}]}'",
+    );
+    let co = checkout();
+    let mut i = input(&bin, VALID_RL);
+    i.prime_rl_checkout = Some(co.path().to_path_buf());
+    let r = validate(i).await;
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.source == Source::PrimeRlCheckout)
+        .expect("a checkout finding");
+    assert!(
+        !f.message.contains('\n')
+            && !f.message.contains('\u{1b}')
+            && !f.message.contains('\u{202e}'),
+        "{:?}",
+        f.message
+    );
+    assert!(!f.path.contains('\n'), "{:?}", f.path);
+}

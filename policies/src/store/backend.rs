@@ -22,6 +22,10 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 /// Durable state: plans and delete intents, approvals, single-use nonces, the request-state
 /// key, the audit log, and the dispatch and volume-creation journal (leases included).
 pub trait StateStore: Send + Sync {
+    /// The store's directory on this machine, when it has one (staging space for downloads
+    /// sits beside it); `None` for a networked backend.
+    fn local_dir(&self) -> Option<&std::path::Path>;
+
     /// Store a plan (or a delete intent).
     fn put_plan<'a>(&'a self, plan: &'a PlanRecord) -> StoreFuture<'a, ()>;
     /// A plan by id.
@@ -107,6 +111,9 @@ fn done<'a, T: Send + 'a>(r: Result<T, StoreError>) -> StoreFuture<'a, T> {
 }
 
 impl StateStore for Store {
+    fn local_dir(&self) -> Option<&std::path::Path> {
+        Some(self.dir())
+    }
     fn put_plan<'a>(&'a self, plan: &'a PlanRecord) -> StoreFuture<'a, ()> {
         done(Store::put_plan(self, plan))
     }

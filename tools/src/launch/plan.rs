@@ -35,9 +35,6 @@ use crate::{
     validation::{self, ValidationInput},
 };
 
-/// Largest config file read.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PlanRunArgs {
@@ -618,19 +615,13 @@ async fn read_config(
                 .workspace()?
                 .resolve_existing(p)
                 .map_err(|e| refuse(format!("config_path: {e}")))?;
-            let meta = tokio::fs::metadata(&path)
-                .await
-                .map_err(|e| refuse(format!("cannot read {}: {e}", path.display())))?;
-            if meta.len() > MAX_CONFIG_BYTES {
-                return Err(refuse(format!(
-                    "{} is {} bytes; a config over 1 MiB is not a prime-rl config",
-                    path.display(),
-                    meta.len()
-                )));
-            }
-            let bytes = tokio::fs::read(&path)
-                .await
-                .map_err(|e| refuse(format!("cannot read {}: {e}", path.display())))?;
+            // Race-free, regular files only, capped at 1 MiB before reading (policies::files).
+            let bytes = factory_policies::files::read_file(
+                state.workspace()?,
+                &path,
+                factory_policies::files::ReadLimits::CONFIG,
+            )
+            .map_err(|e| refuse(format!("config_path: {e}")))?;
             let digest = launch::digest_bytes(&bytes);
             let text = String::from_utf8(bytes)
                 .map_err(|_| refuse(format!("{} is not UTF-8 text", path.display())))?;

@@ -191,10 +191,15 @@ async fn recheck(
     body: &PlanBody,
 ) -> Result<(), ToolError> {
     if let (Some(path), Some(sha)) = (&body.config_path, &body.config_sha256) {
-        let now = tokio::fs::read(path)
-            .await
+        let now = state
+            .workspace()
+            .ok()
+            .and_then(|ws| {
+                let limits = factory_policies::files::ReadLimits::CONFIG;
+                factory_policies::files::read_file(ws, std::path::Path::new(path), limits).ok()
+            })
             .map(|b| launch::digest_bytes(&b));
-        if now.as_ref().ok() != Some(sha) {
+        if now.as_ref() != Some(sha) {
             return Err(refuse(format!(
                 "{path} changed (or vanished) since the plan was made: re-plan with plan_run. Nothing was dispatched."
             )));

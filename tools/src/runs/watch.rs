@@ -105,6 +105,8 @@ struct Pacer {
     last: Option<Instant>,
     deadline: Instant,
     requests: u32,
+    /// The server-wide budget every poll loop shares.
+    budget: crate::pacing::PollBudget,
 }
 
 enum Wait {
@@ -127,6 +129,14 @@ impl Pacer {
                 _ = call.ctx.ct.cancelled() => return Err(Cancelled),
                 _ = tokio::time::sleep_until(due.into()) => {}
             }
+        }
+        let slot = self.budget.reserve(Instant::now());
+        tokio::select! {
+            _ = call.ctx.ct.cancelled() => return Err(Cancelled),
+            _ = tokio::time::sleep_until(slot.min(self.deadline).into()) => {}
+        }
+        if slot >= self.deadline {
+            return Ok(Wait::Deadline);
         }
         if call.ctx.ct.is_cancelled() {
             return Err(Cancelled);
@@ -198,6 +208,7 @@ pub(super) async fn watch_run(
         last: None,
         deadline: started + Duration::from_secs(u64::from(timeout_s)),
         requests: 0,
+        budget: state.polls.clone(),
     };
     let mut run: Option<RlRun> = None;
     let mut step: Option<i64> = None;

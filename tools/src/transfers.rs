@@ -1,0 +1,89 @@
+//! The local side of transfers. Downloads (`fetch_traces`, `fetch_checkpoint`): the destination
+//! directory is opened once, without following links, and every file is moved into it relative
+//! to that handle (`factory_policies::files`); the platform client downloads into a private
+//! staging directory in the state directory first, so a symlink swapped into the workspace
+//! mid-download can redirect nothing. Uploads (`upload_to_volume`): every source file is read
+//! race-free, checked by `factory_policies::upload` (secret files, secret contents) and staged,
+//! so what is sent is exactly what was checked.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use factory_platform::TracesClient;
+use factory_policies::files::{DestDir, Staging};
+use factory_policies::upload::StagedUpload;
+
+use crate::reply::ToolError;
+use crate::state::AppState;
+
+/// Opens (creating it) the destination `dest` — a path `resolve_for_write` returned — and its
+/// staging directory.
+pub fn open(state: &AppState, dest: &Path) -> Result<(DestDir, Staging), ToolError> {
+    let dir = DestDir::open(state.workspace()?, dest)
+        .map_err(|e| ToolError::new(format!("dest_dir: {e}")))?;
+    let staging =
+        Staging::for_dest(state.store().ok().and_then(|s| s.local_dir()), dest).map_err(|e| {
+            ToolError::new(format!(
+                "cannot create a staging directory for downloads: {e}"
+            ))
+        })?;
+    Ok((dir, staging))
+}
+
+/// The directory handle and file name for `rel` (a safe relative path) under `dir`.
+pub fn place(dir: &DestDir, rel: &Path) -> Result<(DestDir, PathBuf), ToolError> {
+    let name = rel
+        .file_name()
+        .map(PathBuf::from)
+        .ok_or_else(|| ToolError::new(format!("{} is not a file name", rel.display())))?;
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    let sub = dir
+        .sub(parent)
+        .map_err(|e| ToolError::new(format!("dest_dir: {e}")))?;
+    Ok((sub, name))
+}
+
+/// Moves a finished download from staging into `dir` as `name`.
+pub fn publish(dir: &DestDir, staged: &Path, name: &Path) -> Result<u64, ToolError> {
+    dir.publish(staged, name.as_os_str())
+        .map_err(|e| ToolError::new(format!("cannot place the downloaded file: {e}")))
+}
+
+/// Downloads one raw trace into staging and moves it into `dir` as `name`.
+pub async fn trace(
+    traces: &TracesClient<'_>,
+    trace_id: &str,
+    staging: &Staging,
+    dir: &DestDir,
+    name: &str,
+) -> Result<u64, String> {
+    let staged = staging.path().join(name);
+    traces
+        .download_trace_raw(trace_id, &staged)
+        .await
+        .map_err(|e| e.to_string())?;
+    dir.publish(&staged, OsStr::new(name))
+        .map_err(|e| e.to_string())
+}
+
+/// Reads, checks and stages the upload source `src` (a path `resolve_existing` returned).
+pub async fn stage_upload(
+    state: Arc<AppState>,
+    src: PathBuf,
+    max_files: usize,
+) -> Result<StagedUpload, ToolError> {
+    tokio::task::spawn_blocking(move || {
+        factory_policies::upload::stage(
+            state.workspace()?,
+            &src,
+            &state.secret_guard,
+            state.policy.upload.allow_secret_files,
+            factory_platform::transfer::MAX_PUT_BYTES,
+            max_files,
+        )
+        .map_err(ToolError::new)
+    })
+    .await
+    .map_err(|e| ToolError::new(format!("cannot read local_path: {e}")))?
+}
