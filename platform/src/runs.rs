@@ -46,6 +46,20 @@ pub enum PrepareOutcome {
     },
 }
 
+/// Page size of [`PlatformClient::scan_runs`] (the API's largest).
+const SCAN_PAGE: u32 = 100;
+
+/// What [`PlatformClient::scan_runs`] read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunScan {
+    /// The runs read, newest first.
+    pub runs: Vec<RlRun>,
+    /// The platform's count of all the owner's runs, when it gave one.
+    pub total: Option<u64>,
+    /// The page limit stopped the scan before the last page (older runs not read).
+    pub truncated: bool,
+}
+
 /// Query of `GET /rft/runs`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListRunsQuery {
@@ -352,6 +366,45 @@ impl PlatformClient {
             return Ok(page);
         }
         self.page_locally(page.runs, query)
+    }
+
+    /// Pages of 100 runs from the newest, until `enough` says so after a page, the last page
+    /// is read, or `max_pages` (at least 1) are read. The one place runs are paged through.
+    pub async fn scan_runs(
+        &self,
+        team: &TeamScope,
+        mine: bool,
+        max_pages: u32,
+        mut enough: impl FnMut(&[RlRun]) -> bool,
+    ) -> Result<RunScan, PlatformError> {
+        let mut runs = Vec::new();
+        let mut total = None;
+        for page in 1..=max_pages.max(1) {
+            let p = self
+                .list_runs(&ListRunsQuery {
+                    page,
+                    limit: SCAN_PAGE,
+                    team: team.clone(),
+                    mine,
+                })
+                .await?;
+            total = p.total.or(total);
+            let last = p.runs.len() < SCAN_PAGE as usize
+                || p.total_pages.is_some_and(|tp| u64::from(page) >= tp);
+            runs.extend(p.runs);
+            if last || enough(&runs) {
+                return Ok(RunScan {
+                    runs,
+                    total,
+                    truncated: false,
+                });
+            }
+        }
+        Ok(RunScan {
+            runs,
+            total,
+            truncated: true,
+        })
     }
 
     fn page_locally(

@@ -66,10 +66,7 @@ pub fn config_digest(config: &Map<String, Value>) -> String {
 
 /// Statuses of runs that hold (or will hold) GPUs.
 pub fn is_active_status(status: &str) -> bool {
-    matches!(
-        status.to_ascii_uppercase().as_str(),
-        "QUEUED" | "PENDING" | "RUNNING" | "PAUSING"
-    )
+    factory_platform::wire::runs::RunStatus::parse(status).is_active()
 }
 
 /// What a plan costs per hour, and how that figure was reached.
@@ -345,7 +342,7 @@ pub fn check_budgets(
 /// Why a failed run would fail again with the same config, if it would: a config, import,
 /// credential, setup or out-of-memory error in its failure analysis or error message.
 pub fn deterministic_failure(run: &RlRun) -> Option<String> {
-    if !run.status.eq_ignore_ascii_case("FAILED") {
+    if run.run_status() != factory_platform::wire::runs::RunStatus::Failed {
         return None;
     }
     let mut text = String::new();

@@ -1,14 +1,24 @@
-//! Decisions: the secret guard, redaction, path containment, the policy file, plans and
-//! digests, budgets, allowlists, confirmation rules and the duplicate decision (pure modules);
-//! and, in their own modules, the I/O that must be decided here: the durable journal and the
-//! audit log (`store`), race-free reads and writes of the files tools touch (`files`, `upload`),
-//! and who may run a config checker with which environment (`checkers`).
+//! Every allow/deny/which-path decision, as pure functions over typed inputs: the secret
+//! guard, redaction, path containment, the policy file (`policy`), digests, prices and budgets
+//! (`launch`), duplicates and repeated failures (`duplicates`), what the assistant may
+//! override (`overrides`), which secrets a run may receive (`forwarding`), who confirms through
+//! which channel (`confirmation`), the dispatch settle rules (`dispatch`) and the lifecycle
+//! preconditions (`lifecycle`). Plus the state store (`store`: plans, approvals, the dispatch
+//! and volume journal, nonces, the audit log), race-free reads and writes of the files tools
+//! touch (`files`, `upload`), and who may run a config checker with which environment
+//! (`checkers`) — the only I/O here.
 
 pub mod checkers;
+pub mod confirmation;
 mod detect;
+pub mod dispatch;
+pub mod duplicates;
 pub mod files;
+pub mod forwarding;
 pub mod launch;
+pub mod lifecycle;
 pub mod mask;
+pub mod overrides;
 pub mod paths;
 pub mod policy;
 pub mod redact;

@@ -61,7 +61,7 @@ pub async fn run(args: GuardArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     loop {
-        match factory_tools::guard::sweep(&state, args.dry_run).await {
+        match factory_tools::watchdog::sweep(&state, args.dry_run).await {
             Ok(report) => {
                 if args.json {
                     println!("{}", serde_json::to_string(&report).unwrap_or_default());

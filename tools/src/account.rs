@@ -7,18 +7,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    owner,
+    catalogue, owner,
     reply::{Outcome, ToolResult},
-    server::{Call, ToolDef, tool},
+    server::{Call, ServerTool},
     state::{AppState, platform_error},
 };
 
-pub fn tools() -> Vec<ToolDef<AppState>> {
+pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
     vec![
-        tool("whoami", whoami),
-        tool("list_teams", list_teams),
-        tool("list_models", list_models),
-        tool("list_gpus", list_gpus),
+        ServerTool::new(&catalogue::WHOAMI, whoami),
+        ServerTool::new(&catalogue::LIST_TEAMS, list_teams),
+        ServerTool::new(&catalogue::LIST_MODELS, list_models),
+        ServerTool::new(&catalogue::LIST_GPUS, list_gpus),
     ]
 }
 
@@ -180,9 +180,9 @@ async fn spend(
     platform: &factory_platform::PlatformClient,
     team: Option<String>,
 ) -> SpendOut {
-    let scope = crate::launch::scope_of(&team);
+    let scope = crate::owner::scope_of(&team);
     let (runs, models) = tokio::join!(
-        crate::launch::owner_runs(platform, &team, 3),
+        crate::spend::owner_runs(platform, &team, 3),
         platform.available_models(&scope)
     );
     let (runs, models) = match (runs, models) {
@@ -190,7 +190,7 @@ async fn spend(
         (Err(e), _) => return empty_spend(e.message),
         (_, Err(e)) => return empty_spend(format!("cannot price active runs: {e}")),
     };
-    let active = crate::launch::active_spend(state, &runs, &models);
+    let active = crate::spend::active_spend(state, &runs, &models).await;
     let total: f64 = active.iter().filter_map(|a| a.rate_per_hour_usd).sum();
     let mut limits = Vec::new();
     if let Some(cap) = state.policy.max_active_cost_per_hour_usd {

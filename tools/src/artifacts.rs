@@ -1,8 +1,7 @@
-//! Volumes and artifacts: `list_volumes`, `fetch_checkpoint` (a checkpoint's files from the
+//! The artifacts toolset: `list_volumes`, `fetch_checkpoint` (a checkpoint's files from the
 //! run's volume, over the S3-compatible transfer route, into the workspace), `upload_to_volume`
-//! (an SFT dataset onto a volume, as `prime volumes put`), and `run_report` (the end-of-run
-//! report of the platform playbook: outcome, steps, duration, usage, where checkpoints and
-//! traces are, and the calls that would fetch what is not local yet).
+//! (an SFT dataset onto a volume, as `prime volumes put`), and `fetch_traces` (its code lives
+//! with `list_traces` in `traces.rs`, which shares the traces client).
 //!
 //! Where checkpoint files sit on the volume (`runs/<run_id>/checkpoints/step_<n>/`) is taken
 //! from the checkpoint's `storageUrl` when it names a `runs/…` path; the layout below that is
@@ -13,28 +12,28 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use factory_platform::TeamScope;
 use factory_platform::transfer::{RemoteObject, RouteKind, S3Transfer};
 use factory_platform::wire::runs::{Checkpoint, RlRun};
 use factory_platform::wire::volumes::TransferMode;
-use factory_platform::{PlatformError, TeamScope, TracesQuery};
 use rmcp::model::ProgressNotificationParam;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    owner,
+    catalogue, owner,
     reply::{Outcome, ToolError, ToolResult},
-    runs::fetch_run,
-    server::{Call, ToolDef, tool},
+    run_view::fetch_run,
+    server::{Call, ServerTool},
     state::{AppState, check_id, platform_error},
 };
 
-pub fn tools() -> Vec<ToolDef<AppState>> {
+pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
     vec![
-        tool("list_volumes", list_volumes),
-        tool("fetch_checkpoint", fetch_checkpoint),
-        tool("upload_to_volume", upload_to_volume),
-        tool("run_report", run_report),
+        ServerTool::new(&catalogue::LIST_VOLUMES, list_volumes),
+        ServerTool::new(&catalogue::FETCH_CHECKPOINT, fetch_checkpoint),
+        ServerTool::new(&catalogue::UPLOAD_TO_VOLUME, upload_to_volume),
+        ServerTool::new(&catalogue::FETCH_TRACES, crate::traces::fetch_traces),
     ]
 }
 
@@ -42,10 +41,8 @@ pub fn tools() -> Vec<ToolDef<AppState>> {
 const MAX_FILES: usize = 10_000;
 /// Most files listed in a result (the counts cover all of them).
 const MAX_LISTED: usize = 200;
-/// Most trace pages `run_report` reads to count traces.
-const TRACE_COUNT_PAGES: usize = 20;
 
-fn run_scope(run: &RlRun) -> TeamScope {
+pub(crate) fn run_scope(run: &RlRun) -> TeamScope {
     match &run.team_id {
         Some(t) => TeamScope::Team(t.clone()),
         None => TeamScope::Personal,
@@ -708,352 +705,6 @@ async fn upload_to_volume(
         ),
         out,
     ))
-}
-
-// ---------------------------------------------------------------------------------------------
-// run_report
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RunReportArgs {
-    pub run_id: String,
-    /// Workspace directory fetch_checkpoint wrote into (its `dest_dir`), to say what is local.
-    pub checkpoints_dir: Option<String>,
-    /// Workspace directory fetch_traces wrote into, to say which traces are local.
-    pub traces_dir: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ReportCheckpoint {
-    pub step: i64,
-    pub status: String,
-    pub size_bytes: Option<u64>,
-    pub volume_path: String,
-    pub storage_url: String,
-    pub local_dir: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ReportTraces {
-    pub count: usize,
-    pub count_is_lower_bound: bool,
-    pub local: usize,
-    pub local_dir: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ReportUsage {
-    pub training_tokens: Option<u64>,
-    pub inference_tokens: Option<u64>,
-    pub total_tokens: Option<u64>,
-    pub training_cost_usd: Option<f64>,
-    pub inference_cost_usd: Option<f64>,
-    pub total_cost_usd: Option<f64>,
-    pub cost_per_hour_usd: Option<f64>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct RunReport {
-    pub run_id: String,
-    pub name: Option<String>,
-    pub dashboard_url: String,
-    pub status: String,
-    pub terminal: bool,
-    pub outcome: String,
-    pub completed_steps: Option<i64>,
-    pub max_steps: Option<i64>,
-    pub started_at: Option<String>,
-    pub ended_at: Option<String>,
-    pub duration_s: Option<f64>,
-    pub volume: Option<String>,
-    pub volume_run_dir: Option<String>,
-    pub usage: Option<ReportUsage>,
-    pub usage_note: Option<String>,
-    pub checkpoints: Vec<ReportCheckpoint>,
-    pub outputs_synced: bool,
-    pub traces: ReportTraces,
-    pub wandb_project: Option<String>,
-    pub wandb_run_name: Option<String>,
-    pub next_calls: Vec<String>,
-}
-
-async fn run_report(
-    state: Arc<AppState>,
-    args: RunReportArgs,
-    _call: Call,
-) -> ToolResult<RunReport> {
-    let report = build_report(
-        &state,
-        &args.run_id,
-        args.checkpoints_dir.as_deref(),
-        args.traces_dir.as_deref(),
-    )
-    .await?;
-    Ok(Outcome::done(report_summary(&report), report))
-}
-
-/// The one-line summary of a report.
-pub fn report_summary(r: &RunReport) -> String {
-    let local = r
-        .checkpoints
-        .iter()
-        .filter(|c| c.local_dir.is_some())
-        .count();
-    format!(
-        "Run {} {}: {} of {} steps, {} checkpoint(s) ({} local), {} trace(s){}",
-        r.run_id,
-        r.outcome,
-        r.completed_steps.map_or("?".into(), |s| s.to_string()),
-        r.max_steps.map_or("?".into(), |s| s.to_string()),
-        r.checkpoints.len(),
-        local,
-        r.traces.count,
-        r.usage
-            .as_ref()
-            .and_then(|u| u.total_cost_usd)
-            .map(|c| format!(", ${c:.2}"))
-            .unwrap_or_default()
-    )
-}
-
-fn parse_time(s: Option<&str>) -> Option<chrono::DateTime<chrono::Utc>> {
-    s.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
-        .map(|d| d.with_timezone(&chrono::Utc))
-}
-
-fn outcome(run: &RlRun) -> String {
-    match run.status.to_ascii_uppercase().as_str() {
-        "COMPLETED" => "completed".into(),
-        "FAILED" => format!(
-            "failed: {}",
-            run.error_message
-                .as_deref()
-                .unwrap_or("no reason given (get_logs shows the errors)")
-        ),
-        "STOPPED" => "stopped".into(),
-        "PAUSED" => "paused".into(),
-        other => format!("still {other}"),
-    }
-}
-
-/// A checkpoint directory fetched completely: it exists and holds no partial download.
-fn fetched_complete(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    let mut any = false;
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".part") {
-            return false;
-        }
-        any = true;
-    }
-    any
-}
-
-/// The end-of-run report (also what `stop_run` with `then_report` ends with).
-pub async fn build_report(
-    state: &AppState,
-    run_id: &str,
-    checkpoints_dir: Option<&str>,
-    traces_dir: Option<&str>,
-) -> Result<RunReport, ToolError> {
-    let run = fetch_run(state, run_id).await?;
-    let platform = state.platform()?;
-    let ws = state.workspace();
-    let resolve = |arg: Option<&str>, what: &str| -> Result<Option<PathBuf>, ToolError> {
-        match arg {
-            None => Ok(None),
-            Some(a) => ws
-                .as_ref()
-                .map_err(|e| e.clone())?
-                .resolve_for_write(a)
-                .map(Some)
-                .map_err(|e| ToolError::new(format!("{what}: {e}"))),
-        }
-    };
-    let ck_dir = resolve(checkpoints_dir, "checkpoints_dir")?;
-    let tr_dir = resolve(traces_dir, "traces_dir")?;
-
-    let progress = platform.get_progress(&run.id).await.ok();
-    let checkpoints = platform
-        .list_checkpoints(&run.id, None)
-        .await
-        .map_err(|e| platform_error(&format!("list checkpoints of run {}", run.id), &e))?
-        .checkpoints;
-    let (usage, usage_note) = match platform.get_run_usage(&run.id).await {
-        Ok(u) => (Some(u), None),
-        Err(e) => (None, Some(format!("usage unavailable: {e}"))),
-    };
-    let started = parse_time(run.started_at.as_deref());
-    let ended = if run.is_terminal() {
-        parse_time(run.completed_at.as_deref()).or_else(|| parse_time(Some(&run.updated_at)))
-    } else {
-        None
-    };
-    let duration_s = match (started, ended) {
-        (Some(s), Some(e)) => Some((e - s).num_milliseconds() as f64 / 1000.0),
-        (Some(s), None) => Some((chrono::Utc::now() - s).num_milliseconds().max(0) as f64 / 1000.0),
-        _ => None,
-    };
-    let usage = usage.map(|u| {
-        let hours = duration_s.map(|d| d / 3600.0).filter(|h| *h > 0.0);
-        ReportUsage {
-            training_tokens: u.training.as_ref().and_then(|b| b.tokens),
-            inference_tokens: u.inference.as_ref().and_then(|b| b.tokens),
-            total_tokens: u.total_tokens,
-            training_cost_usd: u.training.as_ref().and_then(|b| b.cost_usd),
-            inference_cost_usd: u.inference.as_ref().and_then(|b| b.cost_usd),
-            total_cost_usd: u.total_cost_usd,
-            cost_per_hour_usd: match (u.total_cost_usd, hours) {
-                (Some(c), Some(h)) => Some((c / h * 100.0).round() / 100.0),
-                _ => None,
-            },
-        }
-    });
-
-    let mut next_calls = Vec::new();
-    let ck_arg = checkpoints_dir
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("checkpoints/{}", run.id));
-    let report_cks: Vec<ReportCheckpoint> = checkpoints
-        .iter()
-        .map(|c| {
-            let local = ck_dir
-                .as_ref()
-                .map(|d| d.join(format!("step_{}", c.step)))
-                .filter(|d| fetched_complete(d));
-            ReportCheckpoint {
-                step: c.step,
-                status: c.status.clone(),
-                size_bytes: c.size_bytes,
-                volume_path: checkpoint_volume_dir(&run.id, c),
-                storage_url: c.storage_url.clone(),
-                local_dir: local.map(|d| d.display().to_string()),
-            }
-        })
-        .collect();
-    if run.volume_name.is_some()
-        && let Some(latest) = report_cks
-            .iter()
-            .filter(|c| c.status == "READY")
-            .max_by_key(|c| c.step)
-        && latest.local_dir.is_none()
-    {
-        next_calls.push(format!(
-            "fetch_checkpoint {}",
-            serde_json::json!({"run_id": run.id, "step": latest.step, "dest_dir": ck_arg})
-        ));
-    }
-    let outputs_synced = checkpoints
-        .iter()
-        .all(|c| matches!(c.status.as_str(), "READY" | "FAILED"));
-
-    let traces = count_traces(state, &run, tr_dir.as_deref()).await;
-    if traces.count > traces.local {
-        next_calls.push(format!(
-            "fetch_traces {}",
-            serde_json::json!({"run_id": run.id, "dest_dir": traces_dir.map(str::to_string).unwrap_or_else(|| format!("traces/{}", run.id))})
-        ));
-    }
-    Ok(RunReport {
-        dashboard_url: platform.settings().run_dashboard_url(&run.id),
-        run_id: run.id.clone(),
-        name: run.name.clone(),
-        status: run.status.clone(),
-        terminal: run.is_terminal(),
-        outcome: outcome(&run),
-        completed_steps: progress.and_then(|p| p.latest_step),
-        max_steps: run.max_steps,
-        started_at: run.started_at.clone(),
-        ended_at: ended.map(|e| e.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
-        duration_s,
-        volume_run_dir: run
-            .volume_name
-            .as_ref()
-            .map(|_| format!("runs/{}/", run.id)),
-        volume: run.volume_name.clone(),
-        usage,
-        usage_note,
-        checkpoints: report_cks,
-        outputs_synced,
-        traces,
-        wandb_project: run.wandb_project.clone(),
-        wandb_run_name: run.wandb_run_name.clone(),
-        next_calls,
-    })
-}
-
-async fn count_traces(state: &AppState, run: &RlRun, dir: Option<&Path>) -> ReportTraces {
-    let run_id = run.id.as_str();
-    let mut out = ReportTraces {
-        count: 0,
-        count_is_lower_bound: false,
-        local: 0,
-        local_dir: dir.map(|d| d.display().to_string()),
-    };
-    let Ok(platform) = state.platform() else {
-        return out;
-    };
-    // The run's owner, not the active team: a team run's traces are visible under its team.
-    let traces = platform.traces_scoped(&run_scope(run));
-    let mut cursor = None;
-    for page_no in 0..TRACE_COUNT_PAGES {
-        let page = traces
-            .list_traces(&TracesQuery {
-                limit: 100,
-                run_id: Some(run_id.to_string()),
-                cursor: cursor.take(),
-                ..TracesQuery::default()
-            })
-            .await;
-        let page = match page {
-            Ok(p) => p,
-            Err(PlatformError::NotFound { .. }) => break,
-            Err(e) => {
-                tracing::debug!("trace count stopped: {e}");
-                out.count_is_lower_bound = true;
-                break;
-            }
-        };
-        out.count += page.items.len();
-        if let Some(d) = dir {
-            out.local += page
-                .items
-                .iter()
-                .filter(|t| d.join(format!("{}.json", t.trace_id)).is_file())
-                .count();
-        }
-        match page.next_cursor {
-            Some(c) if page_no + 1 < TRACE_COUNT_PAGES => cursor = Some(c),
-            Some(_) => out.count_is_lower_bound = true,
-            None => break,
-        }
-    }
-    out
-}
-
-/// For `stop_run` with `then_report`: wait (bounded) until the run is terminal and none of its
-/// checkpoints is PENDING or UPLOADING — the API has no "synced" flag — then build the report.
-/// If the budget runs out first, the report says `outputs_synced: false`.
-pub async fn report_when_synced(
-    state: &AppState,
-    run_id: &str,
-    budget: Duration,
-) -> Result<RunReport, ToolError> {
-    let deadline = tokio::time::Instant::now() + budget;
-    loop {
-        let report = build_report(state, run_id, None, None).await?;
-        if (report.terminal && report.outputs_synced) || tokio::time::Instant::now() >= deadline {
-            return Ok(report);
-        }
-        let wait = state
-            .limits
-            .stop_poll
-            .min(deadline - tokio::time::Instant::now());
-        tokio::time::sleep(wait).await;
-    }
 }
 
 #[cfg(test)]

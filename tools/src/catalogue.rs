@@ -74,212 +74,272 @@ pub struct ToolSpec {
     pub description: &'static str,
 }
 
-/// Every tool this server implements.
+/// Every tool this server implements, in catalogue order. Each record is also a named
+/// constant: a tool module binds its handler to the constant, so a misspelt record does not
+/// compile.
 pub const CATALOGUE: &[ToolSpec] = &[
-    ToolSpec {
-        name: "whoami",
-        toolset: Toolset::Account,
-        hints: READ,
-        title: "Who am I",
-        description: "The platform user, the active team and where it came from, the base URL, the API key masked to its last 4 characters, and the active policy.",
-    },
-    ToolSpec {
-        name: "list_teams",
-        toolset: Toolset::Account,
-        hints: READ,
-        title: "List teams",
-        description: "Teams the API key can act for (id, name, slug, role).",
-    },
-    ToolSpec {
-        name: "list_models",
-        toolset: Toolset::Account,
-        hints: READ,
-        title: "List trainable models",
-        description: "Models the owner can train, with their clusters and GPU types, plus on-demand GPU prices.",
-    },
-    ToolSpec {
-        name: "list_gpus",
-        toolset: Toolset::Account,
-        hints: READ,
-        title: "List GPU types",
-        description: "GPU types available for training, with on-demand price per GPU-hour and availability.",
-    },
-    ToolSpec {
-        name: "validate_config",
-        toolset: Toolset::Config,
-        hints: READ,
-        title: "Validate a prime-rl config",
-        description: "Validate a prime-rl TOML config (file under the workspace or inline) against the prime-rl schema and the hosted-run rules; findings carry severity, dotted path, message and hint.",
-    },
-    ToolSpec {
-        name: "plan_run",
-        toolset: Toolset::Launch,
-        hints: hints(true, false, false, true),
-        title: "Plan a training run",
-        description: "Validate a config, resolve owner, GPUs and volume, price it, check budgets and duplicates, and store a launch plan. Changes nothing on the platform.",
-    },
-    ToolSpec {
-        name: "launch_run",
-        toolset: Toolset::Launch,
-        hints: hints(false, false, true, true),
-        title: "Launch a planned run",
-        description: "Launch the run of a plan_id (billable) after a person confirms it; at most one run per plan, even across retries.",
-    },
-    ToolSpec {
-        name: "resume_run",
-        toolset: Toolset::Launch,
-        hints: hints(false, false, true, true),
-        title: "Resume a paused run",
-        description: "Start the new billable run of a resume plan (plan_run with resume_from) after a person confirms it; at most one run per plan.",
-    },
-    ToolSpec {
-        name: "stop_run",
-        toolset: Toolset::Lifecycle,
-        hints: hints(false, true, true, true),
-        title: "Stop a run",
-        description: "Stop a run and wait (bounded) for a terminal state; stopping a stopped run is a no-op.",
-    },
-    ToolSpec {
-        name: "pause_run",
-        toolset: Toolset::Lifecycle,
-        hints: hints(false, true, true, true),
-        title: "Pause a run",
-        description: "Pause a RUNNING run (frees its GPUs); resume later with plan_run resume_from + resume_run.",
-    },
-    ToolSpec {
-        name: "restart_run",
-        toolset: Toolset::Lifecycle,
-        hints: hints(false, true, false, true),
-        title: "Restart a run",
-        description: "Restart a RUNNING run from its last checkpoint. Not repeatable: check get_run before calling again.",
-    },
-    ToolSpec {
-        name: "delete_run",
-        toolset: Toolset::Lifecycle,
-        hints: hints(false, true, true, true),
-        title: "Delete a run",
-        description: "Permanently delete a run that is not active; always confirmed by a person (dialog, or `factory-mcp approve` of the intent).",
-    },
-    ToolSpec {
-        name: "list_runs",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "List runs",
-        description: "Training runs of the active owner (or a team), newest first, paginated; optional status filter.",
-    },
-    ToolSpec {
-        name: "get_run",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "Get a run",
-        description: "One run: status, model, steps, GPUs, timestamps, failure analysis.",
-    },
-    ToolSpec {
-        name: "get_components",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "Run components",
-        description: "The run's components (orchestrator or trainer, inference, env servers) and their states.",
-    },
-    ToolSpec {
-        name: "get_logs",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "Run logs",
-        description: "Tail of a component's logs, filtered by level, text or regex and time; bounded, newest lines kept.",
-    },
-    ToolSpec {
-        name: "get_metrics",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "Run metrics",
-        description: "Per-step training metrics of a run, optionally within a step range.",
-    },
-    ToolSpec {
-        name: "get_progress",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "Run progress",
-        description: "Latest completed step, steps with samples and distributions, and when progress last changed.",
-    },
-    ToolSpec {
-        name: "list_checkpoints",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "List checkpoints",
-        description: "Checkpoints of a run with step, status, size and storage location.",
-    },
-    ToolSpec {
-        name: "get_rollouts",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "Run rollouts",
-        description: "Rollout samples (prompt, completion, reward) of an RL run at one step (default: the latest), paged and bounded.",
-    },
-    ToolSpec {
-        name: "get_distributions",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "Run distributions",
-        description: "Histogram bins of an RL run's distribution (e.g. rewards) at one step.",
-    },
-    ToolSpec {
-        name: "watch_run",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "Watch a run",
-        description: "Wait (bounded) until a run reaches a step, a status, or the end, with progress; says why it returned.",
-    },
-    ToolSpec {
-        name: "diagnose_run",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "Diagnose a run",
-        description: "One-call diagnosis: status, components, failure analysis, recent errors, stall, checkpoint, queue, next action.",
-    },
-    ToolSpec {
-        name: "list_traces",
-        toolset: Toolset::Traces,
-        hints: READ,
-        title: "List traces",
-        description: "Rollout traces of a run (train or eval), optionally for one step; cursor-paginated.",
-    },
-    ToolSpec {
-        name: "fetch_traces",
-        toolset: Toolset::Artifacts,
-        hints: hints(false, false, true, true),
-        title: "Fetch traces to disk",
-        description: "Download a run's raw trace documents (or one step's) byte-exact into a directory under the workspace; atomic, resumable.",
-    },
-    ToolSpec {
-        name: "run_report",
-        toolset: Toolset::Runs,
-        hints: READ,
-        title: "End-of-run report",
-        description: "Outcome, steps, duration, usage and cost, where checkpoints and traces are, and the calls that would fetch what is not local yet.",
-    },
-    ToolSpec {
-        name: "list_volumes",
-        toolset: Toolset::Artifacts,
-        hints: READ,
-        title: "List volumes",
-        description: "Volumes of the active owner (or a team) with size, status and creator.",
-    },
-    ToolSpec {
-        name: "fetch_checkpoint",
-        toolset: Toolset::Artifacts,
-        hints: hints(false, false, true, true),
-        title: "Fetch a checkpoint to disk",
-        description: "Download a run's checkpoint (default: latest READY) from its volume into a workspace directory; atomic, resumable, with progress.",
-    },
-    ToolSpec {
-        name: "upload_to_volume",
-        toolset: Toolset::Artifacts,
-        hints: hints(false, false, true, true),
-        title: "Upload to a volume",
-        description: "Upload a workspace file or folder to a volume (default datasets/<name>) for hosted SFT; refuses to overwrite unless asked.",
-    },
+    WHOAMI,
+    LIST_TEAMS,
+    LIST_MODELS,
+    LIST_GPUS,
+    VALIDATE_CONFIG,
+    PLAN_RUN,
+    LAUNCH_RUN,
+    RESUME_RUN,
+    STOP_RUN,
+    PAUSE_RUN,
+    RESTART_RUN,
+    DELETE_RUN,
+    LIST_RUNS,
+    GET_RUN,
+    GET_COMPONENTS,
+    GET_LOGS,
+    GET_METRICS,
+    GET_PROGRESS,
+    LIST_CHECKPOINTS,
+    GET_ROLLOUTS,
+    GET_DISTRIBUTIONS,
+    WATCH_RUN,
+    DIAGNOSE_RUN,
+    LIST_TRACES,
+    FETCH_TRACES,
+    RUN_REPORT,
+    LIST_VOLUMES,
+    FETCH_CHECKPOINT,
+    UPLOAD_TO_VOLUME,
 ];
+
+pub const WHOAMI: ToolSpec = ToolSpec {
+    name: "whoami",
+    toolset: Toolset::Account,
+    hints: READ,
+    title: "Who am I",
+    description: "The platform user, the active team and where it came from, the base URL, the API key masked to its last 4 characters, and the active policy.",
+};
+
+pub const LIST_TEAMS: ToolSpec = ToolSpec {
+    name: "list_teams",
+    toolset: Toolset::Account,
+    hints: READ,
+    title: "List teams",
+    description: "Teams the API key can act for (id, name, slug, role).",
+};
+
+pub const LIST_MODELS: ToolSpec = ToolSpec {
+    name: "list_models",
+    toolset: Toolset::Account,
+    hints: READ,
+    title: "List trainable models",
+    description: "Models the owner can train, with their clusters and GPU types, plus on-demand GPU prices.",
+};
+
+pub const LIST_GPUS: ToolSpec = ToolSpec {
+    name: "list_gpus",
+    toolset: Toolset::Account,
+    hints: READ,
+    title: "List GPU types",
+    description: "GPU types available for training, with on-demand price per GPU-hour and availability.",
+};
+
+pub const VALIDATE_CONFIG: ToolSpec = ToolSpec {
+    name: "validate_config",
+    toolset: Toolset::Config,
+    hints: READ,
+    title: "Validate a prime-rl config",
+    description: "Validate a prime-rl TOML config (file under the workspace or inline) against the prime-rl schema and the hosted-run rules; findings carry severity, dotted path, message and hint.",
+};
+
+pub const PLAN_RUN: ToolSpec = ToolSpec {
+    name: "plan_run",
+    toolset: Toolset::Launch,
+    hints: hints(true, false, false, true),
+    title: "Plan a training run",
+    description: "Validate a config, resolve owner, GPUs and volume, price it, check budgets and duplicates, and store a launch plan. Changes nothing on the platform.",
+};
+
+pub const LAUNCH_RUN: ToolSpec = ToolSpec {
+    name: "launch_run",
+    toolset: Toolset::Launch,
+    hints: hints(false, false, true, true),
+    title: "Launch a planned run",
+    description: "Launch the run of a plan_id (billable) after a person confirms it; at most one run per plan, even across retries.",
+};
+
+pub const RESUME_RUN: ToolSpec = ToolSpec {
+    name: "resume_run",
+    toolset: Toolset::Launch,
+    hints: hints(false, false, true, true),
+    title: "Resume a paused run",
+    description: "Start the new billable run of a resume plan (plan_run with resume_from) after a person confirms it; at most one run per plan.",
+};
+
+pub const STOP_RUN: ToolSpec = ToolSpec {
+    name: "stop_run",
+    toolset: Toolset::Lifecycle,
+    hints: hints(false, true, true, true),
+    title: "Stop a run",
+    description: "Stop a run and wait (bounded) for a terminal state; stopping a stopped run is a no-op.",
+};
+
+pub const PAUSE_RUN: ToolSpec = ToolSpec {
+    name: "pause_run",
+    toolset: Toolset::Lifecycle,
+    hints: hints(false, true, true, true),
+    title: "Pause a run",
+    description: "Pause a RUNNING run (frees its GPUs); resume later with plan_run resume_from + resume_run.",
+};
+
+pub const RESTART_RUN: ToolSpec = ToolSpec {
+    name: "restart_run",
+    toolset: Toolset::Lifecycle,
+    hints: hints(false, true, false, true),
+    title: "Restart a run",
+    description: "Restart a RUNNING run from its last checkpoint. Not repeatable: check get_run before calling again.",
+};
+
+pub const DELETE_RUN: ToolSpec = ToolSpec {
+    name: "delete_run",
+    toolset: Toolset::Lifecycle,
+    hints: hints(false, true, true, true),
+    title: "Delete a run",
+    description: "Permanently delete a run that is not active; always confirmed by a person (dialog, or `factory-mcp approve` of the intent).",
+};
+
+pub const LIST_RUNS: ToolSpec = ToolSpec {
+    name: "list_runs",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "List runs",
+    description: "Training runs of the active owner (or a team), newest first, paginated; optional status filter.",
+};
+
+pub const GET_RUN: ToolSpec = ToolSpec {
+    name: "get_run",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "Get a run",
+    description: "One run: status, model, steps, GPUs, timestamps, failure analysis.",
+};
+
+pub const GET_COMPONENTS: ToolSpec = ToolSpec {
+    name: "get_components",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "Run components",
+    description: "The run's components (orchestrator or trainer, inference, env servers) and their states.",
+};
+
+pub const GET_LOGS: ToolSpec = ToolSpec {
+    name: "get_logs",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "Run logs",
+    description: "Tail of a component's logs, filtered by level, text or regex and time; bounded, newest lines kept.",
+};
+
+pub const GET_METRICS: ToolSpec = ToolSpec {
+    name: "get_metrics",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "Run metrics",
+    description: "Per-step training metrics of a run, optionally within a step range.",
+};
+
+pub const GET_PROGRESS: ToolSpec = ToolSpec {
+    name: "get_progress",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "Run progress",
+    description: "Latest completed step, steps with samples and distributions, and when progress last changed.",
+};
+
+pub const LIST_CHECKPOINTS: ToolSpec = ToolSpec {
+    name: "list_checkpoints",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "List checkpoints",
+    description: "Checkpoints of a run with step, status, size and storage location.",
+};
+
+pub const GET_ROLLOUTS: ToolSpec = ToolSpec {
+    name: "get_rollouts",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "Run rollouts",
+    description: "Rollout samples (prompt, completion, reward) of an RL run at one step (default: the latest), paged and bounded.",
+};
+
+pub const GET_DISTRIBUTIONS: ToolSpec = ToolSpec {
+    name: "get_distributions",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "Run distributions",
+    description: "Histogram bins of an RL run's distribution (e.g. rewards) at one step.",
+};
+
+pub const WATCH_RUN: ToolSpec = ToolSpec {
+    name: "watch_run",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "Watch a run",
+    description: "Wait (bounded) until a run reaches a step, a status, or the end, with progress; says why it returned.",
+};
+
+pub const DIAGNOSE_RUN: ToolSpec = ToolSpec {
+    name: "diagnose_run",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "Diagnose a run",
+    description: "One-call diagnosis: status, components, failure analysis, recent errors, stall, checkpoint, queue, next action.",
+};
+
+pub const LIST_TRACES: ToolSpec = ToolSpec {
+    name: "list_traces",
+    toolset: Toolset::Traces,
+    hints: READ,
+    title: "List traces",
+    description: "Rollout traces of a run (train or eval), optionally for one step; cursor-paginated.",
+};
+
+pub const FETCH_TRACES: ToolSpec = ToolSpec {
+    name: "fetch_traces",
+    toolset: Toolset::Artifacts,
+    hints: hints(false, false, true, true),
+    title: "Fetch traces to disk",
+    description: "Download a run's raw trace documents (or one step's) byte-exact into a directory under the workspace; atomic, resumable.",
+};
+
+pub const RUN_REPORT: ToolSpec = ToolSpec {
+    name: "run_report",
+    toolset: Toolset::Runs,
+    hints: READ,
+    title: "End-of-run report",
+    description: "Outcome, steps, duration, usage and cost, where checkpoints and traces are, and the calls that would fetch what is not local yet.",
+};
+
+pub const LIST_VOLUMES: ToolSpec = ToolSpec {
+    name: "list_volumes",
+    toolset: Toolset::Artifacts,
+    hints: READ,
+    title: "List volumes",
+    description: "Volumes of the active owner (or a team) with size, status and creator.",
+};
+
+pub const FETCH_CHECKPOINT: ToolSpec = ToolSpec {
+    name: "fetch_checkpoint",
+    toolset: Toolset::Artifacts,
+    hints: hints(false, false, true, true),
+    title: "Fetch a checkpoint to disk",
+    description: "Download a run's checkpoint (default: latest READY) from its volume into a workspace directory; atomic, resumable, with progress.",
+};
+
+pub const UPLOAD_TO_VOLUME: ToolSpec = ToolSpec {
+    name: "upload_to_volume",
+    toolset: Toolset::Artifacts,
+    hints: hints(false, false, true, true),
+    title: "Upload to a volume",
+    description: "Upload a workspace file or folder to a volume (default datasets/<name>) for hosted SFT; refuses to overwrite unless asked.",
+};
 
 /// The record of a tool by name.
 pub fn spec(name: &str) -> Option<&'static ToolSpec> {

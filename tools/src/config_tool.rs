@@ -12,15 +12,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    owner,
+    catalogue, owner,
     reply::{Outcome, ToolError, ToolResult},
-    server::{Call, ToolDef, tool},
+    server::{Call, ServerTool},
     state::AppState,
     validation::{self, ValidationInput},
 };
 
-pub fn tools() -> Vec<ToolDef<AppState>> {
-    vec![tool("validate_config", validate_config)]
+pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
+    vec![ServerTool::new(
+        &catalogue::VALIDATE_CONFIG,
+        validate_config,
+    )]
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -99,7 +102,7 @@ async fn validate_config(
     args: ValidateArgs,
     call: Call,
 ) -> ToolResult<ValidateOut> {
-    if let Err(findings) = state.guard.check_json(&call.arguments, "arguments") {
+    if let Err(findings) = state.secret_guard.check_json(&call.arguments, "arguments") {
         return Err(ToolError::new(format!(
             "Refused: an argument carries a secret value; secrets are passed by name only.\n- {}",
             findings

@@ -1,27 +1,39 @@
-//! The MCP surface: the tool catalogue (one module per family), typed arguments and results,
-//! and the rmcp `ServerHandler` that serves them. Tools are thin: parse, ask `policies`, call
-//! `platform`, shape the result.
+//! The MCP surface: the tool catalogue (data), one module per toolset, each tool one value
+//! (`server::ServerTool`: its catalogue record and its typed handler), and the rmcp
+//! `ServerHandler` that serves them. Tools gather facts, ask `factory_policies` for every
+//! decision, call `factory_platform`, and shape the result; failures are typed
+//! (`error::ToolError`) and become `isError` answers in one place (`reply::answer`).
+//!
+//! Public because other crates use them: `AppState` (`state`), `build_server` and the server
+//! (`server`, `reply`, `error`), the catalogue (`catalogue`, for gating), `watchdog::sweep`
+//! (`factory-mcp guard`) and `validation` (`factory-mcp check-config`). Everything else is
+//! the crate's own.
 
-pub mod account;
-pub mod artifacts;
+mod account;
+mod artifacts;
+mod audit;
 pub mod catalogue;
-pub mod checker_gate;
-pub mod config_tool;
-pub mod guard;
-pub mod launch;
-pub mod lifecycle;
-pub mod owner;
-pub mod pacing;
+mod checker_gate;
+mod config_tool;
+mod confirm;
+pub mod error;
+mod ids;
+mod launch;
+mod lifecycle;
+mod owner;
+mod pacing;
 pub mod reply;
-pub mod resources;
-pub mod runs;
-pub mod schema;
+mod resources;
+mod run_view;
+mod runs;
+mod schema;
 pub mod server;
+mod spend;
 pub mod state;
-pub mod traces;
-pub mod transfers;
+mod traces;
+mod transfers;
 pub mod validation;
-pub mod workflows;
+pub mod watchdog;
 
 use std::sync::Arc;
 
@@ -32,13 +44,12 @@ pub use state::AppState;
 pub const INSTRUCTIONS: &str = "Operate Prime Intellect Model Factory training runs. Start with whoami (who and which team), then list_models/list_gpus. Check a config with validate_config, then plan_run (validates, prices, checks budgets and duplicates; changes nothing) and launch_run with the plan_id (billable: a person confirms it; retrying never duplicates a run); stop_run stops. Read runs with list_runs, get_run, get_progress, get_metrics, get_logs (bounded; pass component/level/search), list_checkpoints, list_traces; fetch_traces writes trace files under the workspace. Secrets are never passed as values: name them (WANDB_API_KEY, HF_TOKEN).";
 
 /// Every tool this server implements, in catalogue order.
-pub fn all_tools() -> Vec<server::ToolDef<AppState>> {
+pub fn all_tools() -> Vec<server::ServerTool<AppState>> {
     let mut defs = account::tools();
     defs.extend(config_tool::tools());
     defs.extend(launch::tools());
     defs.extend(lifecycle::tools());
     defs.extend(runs::tools());
-    defs.extend(workflows::tools());
     defs.extend(traces::tools());
     defs.extend(artifacts::tools());
     defs
@@ -65,6 +76,30 @@ mod tests {
         let mut listed: Vec<&str> = catalogue::CATALOGUE.iter().map(|t| t.name).collect();
         listed.sort_unstable();
         assert_eq!(names, listed);
+    }
+
+    #[test]
+    fn each_toolset_module_registers_exactly_its_catalogue_toolset() {
+        use catalogue::Toolset;
+        for (toolset, defs) in [
+            (Toolset::Account, account::tools()),
+            (Toolset::Config, config_tool::tools()),
+            (Toolset::Launch, launch::tools()),
+            (Toolset::Lifecycle, lifecycle::tools()),
+            (Toolset::Runs, runs::tools()),
+            (Toolset::Traces, traces::tools()),
+            (Toolset::Artifacts, artifacts::tools()),
+        ] {
+            let mut got: Vec<&str> = defs.iter().map(|d| d.spec.name).collect();
+            got.sort_unstable();
+            let mut want: Vec<&str> = catalogue::CATALOGUE
+                .iter()
+                .filter(|t| t.toolset == toolset)
+                .map(|t| t.name)
+                .collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "{}", toolset.name());
+        }
     }
 
     #[test]

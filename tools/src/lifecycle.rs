@@ -1,12 +1,17 @@
-//! Lifecycle tools: `pause_run`, `restart_run` and `delete_run`. A delete is always confirmed by
-//! a person (the client's dialog, or an intent approved with `factory-mcp approve`), whatever
-//! the policy's `confirm` mode, and the run's identity is re-checked after the yes.
+//! The lifecycle toolset: `stop_run`, `pause_run`, `restart_run` and `delete_run`. Which status
+//! allows what is the policy's decision (`factory_policies::lifecycle`). A delete is always
+//! confirmed by a person (the client's dialog, or an intent approved with `factory-mcp
+//! approve`), whatever the policy's `confirm` mode, and the run's identity is re-checked after
+//! the yes.
 
 use std::{sync::Arc, time::Duration};
 
 use chrono::Utc;
+use factory_platform::wire::runs::RunStatus;
 use factory_policies::{
+    confirmation::Action,
     launch,
+    lifecycle::{self, Pause},
     store::{Claim, Decision, DispatchState, PlanRecord},
 };
 use schemars::JsonSchema;
@@ -14,19 +19,125 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::{
-    launch::{audit, confirm, new_plan_id},
-    reply::{Outcome, ToolError, ToolResult},
-    runs::{RunIdArgs, fetch_run},
-    server::{Call, ToolDef, tool},
-    state::{AppState, check_id, platform_error},
+    audit::audit,
+    catalogue,
+    confirm::{Ask, confirm},
+    error::ToolError,
+    ids::{PlanId, RunId},
+    reply::{Outcome, ToolResult},
+    run_view::fetch_run,
+    runs::RunIdArgs,
+    server::{Call, ServerTool},
+    state::{AppState, platform_error},
 };
 
-pub fn tools() -> Vec<ToolDef<AppState>> {
+pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
     vec![
-        tool("pause_run", pause_run),
-        tool("restart_run", restart_run),
-        tool("delete_run", delete_run),
+        ServerTool::new(&catalogue::STOP_RUN, stop_run),
+        ServerTool::new(&catalogue::PAUSE_RUN, pause_run),
+        ServerTool::new(&catalogue::RESTART_RUN, restart_run),
+        ServerTool::new(&catalogue::DELETE_RUN, delete_run),
     ]
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StopRunArgs {
+    pub run_id: String,
+    /// Wait for a terminal state (default true).
+    pub wait: Option<bool>,
+    /// Longest wait in seconds, 1 to 300 (default 60).
+    #[schemars(range(min = 1, max = 300))]
+    pub timeout_s: Option<u64>,
+    /// Once terminal and its checkpoints are settled, end with the run report (run_report).
+    pub then_report: Option<bool>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct StopOut {
+    pub run_id: String,
+    pub status: String,
+    pub terminal: bool,
+    /// The run was already in a terminal state: nothing was sent.
+    pub already_stopped: bool,
+    pub note: Option<String>,
+    /// With then_report: the end-of-run report.
+    pub report: Option<crate::runs::report::RunReport>,
+}
+
+async fn stop_run(state: Arc<AppState>, args: StopRunArgs, _call: Call) -> ToolResult<StopOut> {
+    let run = fetch_run(&state, &args.run_id).await?;
+    let budget = Duration::from_secs(args.timeout_s.unwrap_or(60).clamp(1, 300));
+    let want_report = args.then_report.unwrap_or(false);
+    if !lifecycle::needs_stop(&run.run_status()) {
+        let report = if want_report {
+            Some(crate::runs::report::report_when_synced(&state, &run.id, budget).await?)
+        } else {
+            None
+        };
+        audit(
+            &state,
+            "stop_run",
+            "already_terminal",
+            None,
+            Some(&run.id),
+            json!({"status": run.status}),
+        )
+        .await;
+        return Ok(Outcome::done(
+            format!("Run {} is already {}: nothing to stop", run.id, run.status),
+            StopOut {
+                run_id: run.id.clone(),
+                status: run.status.clone(),
+                terminal: true,
+                already_stopped: true,
+                note: Some("No stop was sent.".into()),
+                report,
+            },
+        ));
+    }
+    let platform = state.platform()?;
+    let stopped = platform.stop_run(&run.id).await.map_err(|e| {
+        platform_error(
+            &format!(
+                "stop run {} (call get_run to see its state before retrying)",
+                run.id
+            ),
+            &e,
+        )
+    })?;
+    audit(
+        &state,
+        "stop_run",
+        "stop_sent",
+        None,
+        Some(&run.id),
+        json!({"status": stopped.status}),
+    )
+    .await;
+    let mut last = stopped;
+    if (args.wait.unwrap_or(true) || want_report) && !last.is_terminal() {
+        last = platform
+            .wait_until_terminal(last, state.limits.stop_poll, budget)
+            .await;
+    }
+    let terminal = last.is_terminal();
+    let report = if want_report && terminal {
+        Some(crate::runs::report::report_when_synced(&state, &last.id, budget).await?)
+    } else {
+        None
+    };
+    Ok(Outcome::done(
+        format!("Run {} is {}", last.id, last.status),
+        StopOut {
+            run_id: last.id.clone(),
+            status: last.status.clone(),
+            terminal,
+            already_stopped: false,
+            note: (!terminal).then(|| "The stop was accepted but the run has not reached a terminal state yet; get_run shows it.".to_string()),
+            report,
+        },
+    ))
 }
 
 /// How long a delete intent waits for its approval.
@@ -41,7 +152,8 @@ pub struct LifecycleOut {
 
 async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolResult<LifecycleOut> {
     let run = fetch_run(&state, &args.run_id).await?;
-    if run.status.eq_ignore_ascii_case("PAUSED") || run.status.eq_ignore_ascii_case("PAUSING") {
+    let decision = lifecycle::pause(&run.run_status());
+    if decision == Pause::AlreadyPaused {
         return Ok(Outcome::done(
             format!("Run {} is already {}", run.id, run.status),
             LifecycleOut {
@@ -51,7 +163,7 @@ async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolRe
             },
         ));
     }
-    if !run.status.eq_ignore_ascii_case("RUNNING") {
+    if decision == Pause::Refused {
         return Err(ToolError::new(format!(
             "Run {} is {}: only a RUNNING run can be paused.",
             run.id, run.status
@@ -74,9 +186,10 @@ async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolRe
         None,
         Some(&run.id),
         json!({"status": answer.status}),
-    );
+    )
+    .await;
     // Pausing settles on PAUSED; wait (bounded) like the CLI's stop does.
-    let settled = if answer.status.eq_ignore_ascii_case("PAUSED") {
+    let settled = if RunStatus::parse(&answer.status) == RunStatus::Paused {
         answer.status.clone()
     } else {
         let now = platform
@@ -104,7 +217,7 @@ async fn restart_run(
     _call: Call,
 ) -> ToolResult<LifecycleOut> {
     let run = fetch_run(&state, &args.run_id).await?;
-    if !run.status.eq_ignore_ascii_case("RUNNING") {
+    if !lifecycle::may_restart(&run.run_status()) {
         return Err(ToolError::new(format!(
             "Run {} is {}: only a RUNNING run can be restarted from its last checkpoint.",
             run.id, run.status
@@ -126,7 +239,8 @@ async fn restart_run(
         None,
         Some(&run.id),
         json!({"status": restarted.status}),
-    );
+    )
+    .await;
     Ok(Outcome::done(
         format!(
             "Run {} is restarting from its last checkpoint ({})",
@@ -156,9 +270,9 @@ pub struct DeleteOut {
 }
 
 async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolResult<DeleteOut> {
-    check_id("run", &args.run_id)?;
+    RunId::parse(&args.run_id)?;
     let run = fetch_run(&state, &args.run_id).await?;
-    if launch::is_active_status(&run.status) {
+    if !lifecycle::may_delete(&run.run_status()) {
         return Err(ToolError::new(format!(
             "Run {} is {}: a run that holds GPUs is not deleted. Stop it first (stop_run), then delete it.",
             run.id, run.status
@@ -172,6 +286,7 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
         Some(id) => {
             let plan = store
                 .get_plan(id)
+                .await
                 .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
                 .ok_or_else(|| {
                     ToolError::new(format!(
@@ -186,13 +301,19 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
             }
             Some(plan)
         }
-        None => store
-            .plans_by_content_digest(&digest)
-            .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
-            .into_iter()
-            .filter(|p| !p.is_expired(now))
-            .filter(|p| !matches!(store.dispatch(&p.id), Ok(Some(_))))
-            .max_by_key(|p| p.created_at),
+        None => {
+            let mut open = Vec::new();
+            for p in store
+                .plans_by_content_digest(&digest)
+                .await
+                .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
+            {
+                if !p.is_expired(now) && !matches!(store.dispatch(&p.id).await, Ok(Some(_))) {
+                    open.push(p);
+                }
+            }
+            open.into_iter().max_by_key(|p| p.created_at)
+        }
     };
     let intent = match existing {
         Some(p) if p.is_expired(now) => {
@@ -203,7 +324,7 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
         }
         Some(p) => p,
         None => {
-            let id = new_plan_id();
+            let id = PlanId::generate().to_string();
             let summary = format!(
                 "PERMANENTLY DELETE run {} ({}, {}, model {}, created {}). Its record, logs and metrics go; this cannot be undone.",
                 run.id,
@@ -224,23 +345,40 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
             };
             store
                 .put_plan(&plan)
+                .await
                 .map_err(|e| ToolError::new(format!("cannot record the delete intent: {e}")))?;
             plan
         }
     };
     // Always a person, whatever `confirm` says.
-    if let Some(resp) = confirm(&state, store, &intent, "delete_run", &call).await? {
+    let ask = Ask {
+        tool: "delete_run",
+        action: Action::Delete,
+        what: "deletion",
+        // The same words as a launch's dialog (kept as they were; see the closing note).
+        question: format!("{}\n\nApprove this billable launch?", intent.summary_text),
+        tick: "Tick to launch (billable)",
+        again_with: format!(" with intent_id: \"{}\"", intent.id),
+    };
+    if let Some(resp) = confirm(&state, store, &intent, ask, &call).await? {
         return Ok(Outcome::Response(Box::new(resp)));
     }
     // After the yes: the run is still the one shown, and still not active.
     let again = fetch_run(&state, &run.id).await?;
-    if again.name != run.name || launch::is_active_status(&again.status) {
+    if !lifecycle::delete_still_valid(
+        run.name.as_deref(),
+        again.name.as_deref(),
+        &again.run_status(),
+    ) {
         return Err(ToolError::new(format!(
             "Run {} changed since it was shown ({} → {}): nothing was deleted; call delete_run again.",
             run.id, run.status, again.status
         )));
     }
-    match store.claim_dispatch(&intent.id, Duration::from_secs(120)) {
+    match store
+        .claim_dispatch(&intent.id, Duration::from_secs(120))
+        .await
+    {
         Ok(Claim::Claimed(_)) => {}
         Ok(Claim::Existing(rec)) if matches!(rec.state, DispatchState::Dispatched { .. }) => {
             return Ok(Outcome::done(
@@ -263,7 +401,9 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
     }
     match state.platform()?.delete_run(&run.id).await {
         Ok(_) => {
-            let _ = store.mark_dispatched(&intent.id, &run.id, &json!({"deleted": true}));
+            let _ = store
+                .mark_dispatched(&intent.id, &run.id, &json!({"deleted": true}))
+                .await;
             audit(
                 &state,
                 "delete_run",
@@ -271,7 +411,8 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
                 Some(&intent.id),
                 Some(&run.id),
                 json!({}),
-            );
+            )
+            .await;
             Ok(Outcome::done(
                 format!("Deleted run {}", run.id),
                 DeleteOut {
@@ -282,8 +423,10 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
             ))
         }
         Err(e) => {
-            let _ = store.mark_failed(&intent.id, &e.to_string());
-            let _ = store.record_decision(&intent.id, Decision::Approved, "kept");
+            let _ = store.mark_failed(&intent.id, &e.to_string()).await;
+            let _ = store
+                .record_decision(&intent.id, Decision::Approved, "kept")
+                .await;
             Err(platform_error(&format!("delete run {}", run.id), &e))
         }
     }

@@ -1,11 +1,44 @@
 //! The owner a call acts for: an explicit `team_id`, `personal: true`, or the active team
 //! (`PRIME_TEAM_ID`, then the saved team). The two arguments exclude each other; schemas carry
-//! no `oneOf`, so the check happens here at run time.
+//! no `oneOf`, so the check happens here at run time. Read tools resolve to a [`TeamScope`]
+//! ([`scope`]); a plan resolves further, to a definite owner ([`resolve_for_plan`]), since a
+//! launch must never guess who pays.
 
-use factory_platform::TeamScope;
-use factory_policies::Policy;
+use factory_platform::{PlatformClient, TeamScope};
+use factory_policies::{Policy, overrides};
 
-use crate::{reply::ToolError, state::check_id};
+use crate::{
+    error::ToolError,
+    ids::TeamId,
+    state::{AppState, platform_error},
+};
+
+/// The owner arguments, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Choice {
+    Team(TeamId),
+    Personal,
+    /// Neither argument: the active team, if any.
+    Active,
+}
+
+/// Parse `team_id` / `personal`; `Ok(None)` when both are given (they exclude each other).
+fn choice(team_id: Option<&str>, personal: Option<bool>) -> Result<Option<Choice>, ToolError> {
+    Ok(Some(match (team_id, personal.unwrap_or(false)) {
+        (Some(_), true) => return Ok(None),
+        (Some(team), false) => Choice::Team(TeamId::parse(team)?),
+        (None, true) => Choice::Personal,
+        (None, false) => Choice::Active,
+    }))
+}
+
+/// The platform scope of an owner recorded as a team id or none (personal).
+pub(crate) fn scope_of(team: &Option<String>) -> TeamScope {
+    match team {
+        Some(t) => TeamScope::Team(t.clone()),
+        None => TeamScope::Personal,
+    }
+}
 
 /// Resolve the owner arguments into a team scope, checking the policy's team allowlist.
 pub fn scope(
@@ -13,18 +46,15 @@ pub fn scope(
     personal: Option<bool>,
     policy: &Policy,
 ) -> Result<TeamScope, ToolError> {
-    let scope = match (team_id, personal.unwrap_or(false)) {
-        (Some(_), true) => {
-            return Err(ToolError::new(
+    let scope = match choice(team_id, personal)? {
+        None => {
+            return Err(ToolError::bad_argument(
                 "`team_id` and `personal: true` exclude each other: pass one of them, or neither to use the active team.",
             ));
         }
-        (Some(team), false) => {
-            check_id("team", team)?;
-            TeamScope::Team(team.to_string())
-        }
-        (None, true) => TeamScope::Personal,
-        (None, false) => TeamScope::Active,
+        Some(Choice::Team(team)) => TeamScope::Team(team.as_str().to_string()),
+        Some(Choice::Personal) => TeamScope::Personal,
+        Some(Choice::Active) => TeamScope::Active,
     };
     // The allowlist is the policy's decision (it also knows `"personal"`).
     if let (TeamScope::Team(team), Some(allowed)) = (&scope, &policy.allowed_teams)
@@ -36,6 +66,78 @@ pub fn scope(
         )));
     }
     Ok(scope)
+}
+
+/// The owner a plan launches for, and where that came from.
+pub(crate) struct Owner {
+    pub(crate) team: Option<String>,
+    pub(crate) label: String,
+    pub(crate) source: String,
+}
+
+/// The definite owner of a plan: the arguments, else the active team, else — when the key can
+/// act for teams and none is chosen — refused as ambiguous. `personal: true` is recorded in
+/// `overrides` (the assistant chose who pays). The allowlist is checked with the budgets.
+pub(crate) async fn resolve_for_plan(
+    state: &AppState,
+    platform: &PlatformClient,
+    team_id: Option<&str>,
+    personal: Option<bool>,
+    overrides: &mut Vec<String>,
+) -> Result<Owner, ToolError> {
+    match choice(team_id, personal)? {
+        None => Err(ToolError::bad_argument(
+            "`team_id` and `personal: true` exclude each other: pass one.",
+        )),
+        Some(Choice::Team(team)) => Ok(Owner {
+            label: format!("team {team}"),
+            team: Some(team.as_str().to_string()),
+            source: "the team_id argument".into(),
+        }),
+        Some(Choice::Personal) => {
+            overrides.push("personal".into());
+            Ok(Owner {
+                team: None,
+                label: "personal account".into(),
+                source: "personal: true (set by the assistant)".into(),
+            })
+        }
+        Some(Choice::Active) => active_owner(state, platform).await,
+    }
+}
+
+async fn active_owner(state: &AppState, platform: &PlatformClient) -> Result<Owner, ToolError> {
+    if let Some(team) = &platform.settings().team {
+        return Ok(Owner {
+            team: Some(team.id.clone()),
+            label: format!("team {}", team.id),
+            source: team.source.to_string(),
+        });
+    }
+    let teams = platform
+        .list_all_teams()
+        .await
+        .map_err(|e| platform_error("list teams to resolve the owner", &e))?;
+    if !teams.is_empty() {
+        let listed: Vec<String> = teams
+            .iter()
+            .map(|t| format!("{} ({})", t.team_id, t.name))
+            .collect();
+        return Err(ToolError::bad_argument(format!(
+            "Owner ambiguous: this key can act for teams [{}] and no team is chosen. Pass team_id, or personal: true to bill the personal account{}.",
+            listed.join(", "),
+            if overrides::assistant_may_override(&state.policy) {
+                ""
+            } else {
+                " (personal is refused in plan mode unless the policy allows model overrides)"
+            }
+        )));
+    }
+    Ok(Owner {
+        team: None,
+        label: "personal account".into(),
+        source: "no team is set and the key has none".into(),
+    })
 }
 
 #[cfg(test)]

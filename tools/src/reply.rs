@@ -6,6 +6,8 @@ use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::error::ToolError;
+
 /// A successful tool answer, before it is shaped into a `CallToolResult`.
 pub enum Outcome<O> {
     /// The usual answer: a one-line summary and the structured body.
@@ -23,28 +25,13 @@ impl<O> Outcome<O> {
     }
 }
 
-/// A failure the model should read and act on (`isError: true`): what went wrong and what to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError {
-    pub message: String,
-}
-
-impl ToolError {
-    pub fn new(message: impl Into<String>) -> Self {
-        ToolError {
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for ToolError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
 /// What a tool handler returns.
 pub type ToolResult<O> = Result<Outcome<O>, ToolError>;
+
+/// Access to the redactor of the shared state, so every answer is redacted.
+pub trait HasRedactor {
+    fn redactor(&self) -> &dyn Redact;
+}
 
 /// Redaction applied to everything that leaves the server.
 pub trait Redact: Send + Sync {
@@ -66,6 +53,17 @@ pub fn success<O: Serialize>(summary: &str, body: &O, redactor: &dyn Redact) -> 
         CallToolResult::success(vec![ContentBlock::text(format!("{summary}\n{json}"))]);
     result.structured_content = Some(value);
     result
+}
+
+/// The one place a tool's result becomes an MCP answer: a body is shaped by [`success`]; a
+/// protocol response (the input-required round trip) passes through; every [`ToolError`] kind
+/// becomes an `isError` result whose text says what to do ([`failure`]).
+pub fn answer<O: Serialize>(result: ToolResult<O>, redactor: &dyn Redact) -> CallToolResponse {
+    match result {
+        Ok(Outcome::Done { summary, body }) => success(&summary, &body, redactor).into(),
+        Ok(Outcome::Response(r)) => *r,
+        Err(e) => failure(&e.message, redactor).into(),
+    }
 }
 
 /// Shape a failure the model can act on.

@@ -3,7 +3,7 @@
 //! component's log), offered as templates. Prompts: `smoke_run` and `diagnose_failed_run`,
 //! each listed only when the tools it names are served. Everything read is redacted.
 
-use std::sync::Arc;
+use std::{future::Future, pin::Pin, sync::Arc};
 
 use factory_platform::{LogComponent, LogsQuery, PlatformError};
 use rmcp::{
@@ -16,10 +16,19 @@ use rmcp::{
 use serde_json::Value;
 
 use crate::{
-    runs::{bound_lines, fetch_run, run_detail},
-    server::ResourceReader,
+    run_view::{bound_lines, fetch_run, run_detail},
     state::{AppState, check_id},
 };
+
+/// Reads a `factory://` resource against the shared state.
+pub type ResourceReader<S> = Arc<
+    dyn Fn(
+            Arc<S>,
+            String,
+        ) -> Pin<Box<dyn Future<Output = Result<ReadResourceResult, McpError>> + Send>>
+        + Send
+        + Sync,
+>;
 
 const SCHEME: &str = "factory://runs/";
 /// Lines of the log tail a `…/logs` resource holds (bounded by bytes too).

@@ -14,6 +14,7 @@ use schemars::{
 use serde_json::Value;
 
 /// Formats JSON Schema 2020-12 defines; anything else is dropped from input schemas.
+#[cfg(test)]
 const STANDARD_FORMATS: &[&str] = &[
     "date-time",
     "date",
@@ -183,6 +184,7 @@ fn compact(schema: &mut JsonObject) {
 
 /// Problems in an output schema that strict clients reject: boolean schemas and references
 /// (nullable unions are allowed there, since results do carry nulls).
+#[cfg(test)]
 pub fn output_violations(schema: &Value) -> Vec<String> {
     fn walk_out(v: &Value, path: &str, out: &mut Vec<String>) {
         match v {
@@ -226,6 +228,7 @@ pub fn output_violations(schema: &Value) -> Vec<String> {
 }
 
 /// Every way `schema` breaks the portability rules, as `path: problem` lines.
+#[cfg(test)]
 pub fn portability_violations(schema: &Value) -> Vec<String> {
     let mut out = Vec::new();
     match schema {
@@ -243,6 +246,7 @@ pub fn portability_violations(schema: &Value) -> Vec<String> {
     out
 }
 
+#[cfg(test)]
 fn walk(schema: &Value, path: &str, out: &mut Vec<String>) {
     let obj = match schema {
         Value::Bool(_) => {

@@ -10,8 +10,8 @@ use rmcp::{
         CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams,
         GetPromptResponse, Implementation, InputResponses, JsonObject, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-        ResultType, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+        ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
     },
     service::RequestContext,
 };
@@ -20,8 +20,10 @@ use serde::{Serialize, de::DeserializeOwned};
 use tracing::Instrument;
 
 use crate::{
-    catalogue::{self, ToolSpec},
-    reply::{self, Outcome, Redact, ToolResult},
+    catalogue::ToolSpec,
+    error::ToolError,
+    reply::{self, HasRedactor, Redact, ToolResult},
+    resources::ResourceReader,
     schema,
 };
 
@@ -37,88 +39,67 @@ pub struct Call {
 type BoxFuture = Pin<Box<dyn Future<Output = CallToolResponse> + Send>>;
 type Handler<S> = Arc<dyn Fn(Arc<S>, Option<JsonObject>, Call) -> BoxFuture + Send + Sync>;
 
-/// A registered tool: its MCP description and its handler.
-pub struct ToolDef<S> {
+/// A tool as one value: its catalogue record, its MCP description (built from the record and
+/// the handler's argument and result types) and its handler. A handler is bound to a record
+/// constant (`catalogue::PLAN_RUN`), never to a name string, so a misspelt record does not
+/// compile.
+pub struct ServerTool<S> {
     pub spec: &'static ToolSpec,
     pub tool: Tool,
     handler: Handler<S>,
 }
 
-/// Build a tool from its catalogue record and a typed handler.
-///
-/// # Panics
-/// When `name` is not in the catalogue: a programming error caught by every test run.
-pub fn tool<S, A, O, F, Fut>(name: &'static str, f: F) -> ToolDef<S>
-where
-    S: HasRedactor + Send + Sync + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    O: Serialize + JsonSchema + Send + 'static,
-    F: Fn(Arc<S>, A, Call) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ToolResult<O>> + Send + 'static,
-{
-    #[allow(clippy::expect_used)]
-    let spec = catalogue::spec(name).expect("every registered tool is in the catalogue");
-    let annotations = ToolAnnotations::new()
-        .read_only(spec.hints.read_only)
-        .destructive(spec.hints.destructive)
-        .idempotent(spec.hints.idempotent)
-        .open_world(spec.hints.open_world);
-    let tool = Tool::new(spec.name, spec.description, schema::input_schema::<A>())
-        .with_title(spec.title)
-        .with_annotations(annotations)
-        .with_raw_output_schema(schema::output_schema::<O>());
-    let f = Arc::new(f);
-    let handler: Handler<S> = Arc::new(move |state: Arc<S>, args, call| {
-        let f = f.clone();
-        Box::pin(async move {
-            let value = serde_json::Value::Object(args.unwrap_or_default());
-            let mut call = call;
-            call.arguments = value.clone();
-            let parsed: A = match serde_json::from_value(value) {
-                Ok(a) => a,
-                Err(e) => {
-                    let msg = format!(
-                        "invalid arguments for {name}: {e}. Check the tool's input schema and call again."
-                    );
-                    return reply::failure(&msg, state.redactor()).into();
-                }
-            };
-            let redactor_state = state.clone();
-            match f(state, parsed, call).await {
-                Ok(Outcome::Done { summary, body }) => {
-                    reply::success(&summary, &body, redactor_state.redactor()).into()
-                }
-                Ok(Outcome::Response(r)) => *r,
-                Err(e) => reply::failure(&e.message, redactor_state.redactor()).into(),
-            }
-        })
-    });
-    ToolDef {
-        spec,
-        tool,
-        handler,
+impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
+    /// The tool `spec` served by the typed handler `f`.
+    pub fn new<A, O, F, Fut>(spec: &'static ToolSpec, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + JsonSchema + Send + 'static,
+        F: Fn(Arc<S>, A, Call) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult<O>> + Send + 'static,
+    {
+        let name = spec.name;
+        let annotations = ToolAnnotations::new()
+            .read_only(spec.hints.read_only)
+            .destructive(spec.hints.destructive)
+            .idempotent(spec.hints.idempotent)
+            .open_world(spec.hints.open_world);
+        let tool = Tool::new(spec.name, spec.description, schema::input_schema::<A>())
+            .with_title(spec.title)
+            .with_annotations(annotations)
+            .with_raw_output_schema(schema::output_schema::<O>());
+        let f = Arc::new(f);
+        let handler: Handler<S> = Arc::new(move |state: Arc<S>, args, call| {
+            let f = f.clone();
+            Box::pin(async move {
+                let value = serde_json::Value::Object(args.unwrap_or_default());
+                let mut call = call;
+                call.arguments = value.clone();
+                let parsed: A = match serde_json::from_value(value) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        let error = ToolError::bad_argument(format!(
+                            "invalid arguments for {name}: {e}. Check the tool's input schema and call again."
+                        ));
+                        return reply::answer::<O>(Err(error), state.redactor());
+                    }
+                };
+                let redactor_state = state.clone();
+                reply::answer(f(state, parsed, call).await, redactor_state.redactor())
+            })
+        });
+        ServerTool {
+            spec,
+            tool,
+            handler,
+        }
     }
 }
-
-/// Access to the redactor of the shared state, so every answer is redacted.
-pub trait HasRedactor {
-    fn redactor(&self) -> &dyn Redact;
-}
-
-/// Reads a `factory://` resource against the shared state (see `resources.rs`).
-pub type ResourceReader<S> = Arc<
-    dyn Fn(
-            Arc<S>,
-            String,
-        ) -> Pin<Box<dyn Future<Output = Result<ReadResourceResult, McpError>> + Send>>
-        + Send
-        + Sync,
->;
 
 /// The MCP server: the shared state and the tools the gate lets through.
 pub struct FactoryServer<S> {
     state: Arc<S>,
-    tools: Arc<BTreeMap<&'static str, ToolDef<S>>>,
+    tools: Arc<BTreeMap<&'static str, ServerTool<S>>>,
     instructions: &'static str,
     resources: Option<ResourceReader<S>>,
 }
@@ -138,7 +119,7 @@ impl<S: Send + Sync + 'static> FactoryServer<S> {
     /// A server with the tools among `defs` that `enabled` lets through.
     pub fn new(
         state: Arc<S>,
-        defs: Vec<ToolDef<S>>,
+        defs: Vec<ServerTool<S>>,
         enabled: impl Fn(&ToolSpec) -> bool,
         instructions: &'static str,
     ) -> Self {

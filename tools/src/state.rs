@@ -6,12 +6,18 @@ use std::path::PathBuf;
 use factory_platform::{PlatformClient, PlatformError, PlatformSettings, SettingSource};
 use std::sync::Arc;
 
-use factory_policies::{KnownSecrets, Policy, Redactor, SecretGuard, Workspace, store::Store};
+use factory_policies::{
+    KnownSecrets, Policy, Redactor, SecretGuard, Workspace, forwarding,
+    store::{StateStore, Store},
+};
 use secrecy::SecretString;
 use serde_json::Value;
 
-use crate::reply::{Redact, ToolError};
-use crate::server::HasRedactor;
+use crate::error::{ErrorKind, ToolError};
+use crate::reply::HasRedactor;
+use crate::reply::Redact;
+
+pub(crate) use crate::ids::check_id;
 
 /// Bounds on what one answer may carry, and on how long a call may wait.
 #[derive(Debug, Clone, Copy)]
@@ -51,15 +57,17 @@ impl Default for Limits {
 
 /// Shared, read-only state of a running server.
 pub struct AppState {
-    platform: Result<PlatformClient, String>,
+    /// The platform client, or why there is none (an `Unavailable` error).
+    platform: Result<PlatformClient, ToolError>,
     pub policy: Policy,
-    pub guard: SecretGuard,
+    /// Refuses secret values in arguments and configs.
+    pub secret_guard: SecretGuard,
     pub redactor: Redactor,
-    workspace: Result<Workspace, String>,
+    workspace: Result<Workspace, ToolError>,
     /// The platform is the embedded simulator: results say so.
     pub sandbox: bool,
     pub limits: Limits,
-    store: Result<Arc<Store>, String>,
+    store: Result<Arc<dyn StateStore>, ToolError>,
     /// Values of the secrets a run may receive (WANDB_API_KEY, HF_TOKEN), by name.
     forwardable: Vec<(String, SecretString)>,
     /// One pacing budget shared by every poll loop (`watch_run`).
@@ -70,20 +78,20 @@ impl AppState {
     pub fn new(
         platform: Result<PlatformClient, String>,
         policy: Policy,
-        guard: SecretGuard,
+        secret_guard: SecretGuard,
         redactor: Redactor,
         workspace: Result<Workspace, String>,
         sandbox: bool,
     ) -> Self {
         AppState {
-            platform,
+            platform: platform.map_err(ToolError::unavailable),
             policy,
-            guard,
+            secret_guard,
             redactor,
-            workspace,
+            workspace: workspace.map_err(ToolError::unavailable),
             sandbox,
             limits: Limits::default(),
-            store: Err("no state directory was configured".into()),
+            store: Err(unavailable_store("no state directory was configured")),
             forwardable: Vec::new(),
             polls: crate::pacing::PollBudget::default(),
         }
@@ -91,15 +99,21 @@ impl AppState {
 
     /// Use this durable state store (plans, approvals, the dispatch journal, the audit log).
     pub fn with_store(mut self, store: Result<Arc<Store>, String>) -> Self {
-        self.store = store;
+        self.store = store
+            .map(|s| s as Arc<dyn StateStore>)
+            .map_err(|why| unavailable_store(&why));
+        self
+    }
+
+    /// Use this state store backend (any [`StateStore`]).
+    pub fn with_state_store(mut self, store: Arc<dyn StateStore>) -> Self {
+        self.store = Ok(store);
         self
     }
 
     /// The state store, or why there is none.
-    pub fn store(&self) -> Result<&Store, ToolError> {
-        self.store.as_deref().map_err(|why| {
-            ToolError::new(format!("The server's state store is unavailable: {why}"))
-        })
+    pub fn store(&self) -> Result<&dyn StateStore, ToolError> {
+        self.store.as_deref().map_err(Clone::clone)
     }
 
     /// The value of a forwardable secret the server holds.
@@ -112,17 +126,17 @@ impl AppState {
 
     /// The platform client, or an error saying how to configure credentials.
     pub fn platform(&self) -> Result<&PlatformClient, ToolError> {
-        self.platform
-            .as_ref()
-            .map_err(|why| ToolError::new(why.clone()))
+        self.platform.as_ref().map_err(Clone::clone)
     }
 
     /// The workspace that file arguments must resolve inside.
     pub fn workspace(&self) -> Result<&Workspace, ToolError> {
-        self.workspace
-            .as_ref()
-            .map_err(|why| ToolError::new(why.clone()))
+        self.workspace.as_ref().map_err(Clone::clone)
     }
+}
+
+fn unavailable_store(why: &str) -> ToolError {
+    ToolError::unavailable(format!("The server's state store is unavailable: {why}"))
 }
 
 /// Where the platform client points when the server does not use the user's credentials (the
@@ -205,7 +219,7 @@ fn known_secrets(
 ) -> Result<(KnownSecrets, Vec<(String, SecretString)>), String> {
     let mut known = KnownSecrets::from_env(|k| env(k));
     let mut forwardable: Vec<(String, SecretString)> = Vec::new();
-    for name in ["WANDB_API_KEY", "HF_TOKEN"] {
+    for name in forwarding::FORWARDABLE {
         if let Some(v) = env(name).filter(|v| !v.trim().is_empty()) {
             forwardable.push((name.to_string(), SecretString::from(v)));
         }
@@ -225,9 +239,7 @@ fn known_secrets(
                     let value = SecretString::from(v.to_string());
                     known.add(k.trim().to_string(), &value);
                     let k = k.trim();
-                    if ["WANDB_API_KEY", "HF_TOKEN"].contains(&k)
-                        && !forwardable.iter().any(|(n, _)| n == k)
-                    {
+                    if forwarding::is_forwardable(k) && !forwardable.iter().any(|(n, _)| n == k) {
                         forwardable.push((k.to_string(), value));
                     }
                 }
@@ -301,25 +313,16 @@ pub fn platform_error(what: &str, e: &PlatformError) -> ToolError {
         _ => "",
     };
     let detail = e.to_string();
-    ToolError::new(format!(
-        "Failed to {what}: {}.{advice}",
-        detail.trim_end_matches('.')
-    ))
-}
-
-/// Run ids are opaque platform handles; refuse anything that could change the request path.
-pub fn check_id(kind: &str, id: &str) -> Result<(), ToolError> {
-    let ok = !id.is_empty()
-        && id.len() <= 128
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
-        Ok(())
+    let kind = if e.status() == Some(404) {
+        ErrorKind::NotFound
     } else {
-        Err(ToolError::new(format!(
-            "`{}` is not a valid {kind} id: ids are letters, digits, '-' and '_' (list_runs shows them).",
-            id.chars().take(64).collect::<String>()
-        )))
-    }
+        ErrorKind::Platform
+    };
+    ToolError::of(
+        kind,
+        format!(
+            "Failed to {what}: {}.{advice}",
+            detail.trim_end_matches('.')
+        ),
+    )
 }

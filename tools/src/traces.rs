@@ -16,16 +16,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
+    catalogue,
     reply::{Outcome, ToolError, ToolResult},
-    server::{Call, ToolDef, tool},
+    server::{Call, ServerTool},
     state::{AppState, check_id, platform_error},
 };
 
-pub fn tools() -> Vec<ToolDef<AppState>> {
-    vec![
-        tool("list_traces", list_traces),
-        tool("fetch_traces", fetch_traces),
-    ]
+pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
+    vec![ServerTool::new(&catalogue::LIST_TRACES, list_traces)]
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
@@ -145,7 +143,7 @@ async fn trace_runs(
 /// one: a team run's traces are invisible under another scope. Reading the run also tells a
 /// run that does not exist (or is not visible) from one with no traces yet.
 async fn run_scope(state: &AppState, run_id: &str) -> Result<TeamScope, ToolError> {
-    let run = crate::runs::fetch_run(state, run_id).await?;
+    let run = crate::run_view::fetch_run(state, run_id).await?;
     Ok(match run.team_id {
         Some(t) => TeamScope::Team(t),
         None => TeamScope::Personal,
@@ -339,7 +337,7 @@ fn safe_file_name(trace_id: &str) -> Option<String> {
     ok.then(|| format!("{trace_id}.json"))
 }
 
-async fn fetch_traces(
+pub(crate) async fn fetch_traces(
     state: Arc<AppState>,
     args: FetchTracesArgs,
     call: Call,

@@ -22,11 +22,12 @@ use crate::state::AppState;
 pub fn open(state: &AppState, dest: &Path) -> Result<(DestDir, Staging), ToolError> {
     let dir = DestDir::open(state.workspace()?, dest)
         .map_err(|e| ToolError::new(format!("dest_dir: {e}")))?;
-    let staging = Staging::for_dest(state.store().ok().map(|s| s.dir()), dest).map_err(|e| {
-        ToolError::new(format!(
-            "cannot create a staging directory for downloads: {e}"
-        ))
-    })?;
+    let staging =
+        Staging::for_dest(state.store().ok().and_then(|s| s.local_dir()), dest).map_err(|e| {
+            ToolError::new(format!(
+                "cannot create a staging directory for downloads: {e}"
+            ))
+        })?;
     Ok((dir, staging))
 }
 
@@ -76,7 +77,7 @@ pub async fn stage_upload(
         factory_policies::upload::stage(
             state.workspace()?,
             &src,
-            &state.guard,
+            &state.secret_guard,
             state.policy.upload.allow_secret_files,
             factory_platform::transfer::MAX_PUT_BYTES,
             max_files,

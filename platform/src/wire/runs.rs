@@ -15,6 +15,89 @@ use crate::http::serialize_opt_secret;
 /// Run statuses that end `stop` polling (compared case-insensitively).
 pub const TERMINAL_STATUSES: [&str; 4] = ["STOPPED", "FAILED", "COMPLETED", "PAUSED"];
 
+/// A run's status. The platform may invent new ones: those are kept as [`RunStatus::Other`],
+/// never rejected. The wire spelling of each status is written here once ([`RunStatus::as_str`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RunStatus {
+    /// Waiting for capacity.
+    Queued,
+    /// Being scheduled.
+    Pending,
+    /// Training.
+    Running,
+    /// Finished.
+    Completed,
+    /// Ended in error.
+    Failed,
+    /// Stopped by someone.
+    Stopped,
+    /// Being paused.
+    Pausing,
+    /// Paused: holds no GPUs, can be resumed as a new run.
+    Paused,
+    /// A status this client does not know, exactly as the platform sent it.
+    Other(String),
+}
+
+impl RunStatus {
+    /// Every status this client knows, in lifecycle order.
+    pub const KNOWN: [RunStatus; 8] = [
+        RunStatus::Queued,
+        RunStatus::Pending,
+        RunStatus::Running,
+        RunStatus::Completed,
+        RunStatus::Failed,
+        RunStatus::Stopped,
+        RunStatus::Pausing,
+        RunStatus::Paused,
+    ];
+
+    /// The status a wire string names (case-insensitive); unknown strings are kept.
+    pub fn parse(status: &str) -> RunStatus {
+        RunStatus::KNOWN
+            .into_iter()
+            .find(|k| k.as_str().eq_ignore_ascii_case(status))
+            .unwrap_or_else(|| RunStatus::Other(status.to_string()))
+    }
+
+    /// The wire spelling (`RUNNING`, …; an unknown status as it was sent).
+    pub fn as_str(&self) -> &str {
+        match self {
+            RunStatus::Queued => "QUEUED",
+            RunStatus::Pending => "PENDING",
+            RunStatus::Running => "RUNNING",
+            RunStatus::Completed => "COMPLETED",
+            RunStatus::Failed => "FAILED",
+            RunStatus::Stopped => "STOPPED",
+            RunStatus::Pausing => "PAUSING",
+            RunStatus::Paused => "PAUSED",
+            RunStatus::Other(s) => s,
+        }
+    }
+
+    /// The run holds (or is about to hold) GPUs: queued, pending, running or pausing.
+    pub fn is_active(&self) -> bool {
+        matches!(
+            self,
+            RunStatus::Queued | RunStatus::Pending | RunStatus::Running | RunStatus::Pausing
+        )
+    }
+
+    /// The status ends `stop` polling: stopped, failed, completed or paused.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            RunStatus::Stopped | RunStatus::Failed | RunStatus::Completed | RunStatus::Paused
+        )
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A run as `GET /rft/runs[/{id}]` returns it. `id`, `userId`, `status`, `createdAt` and
 /// `updatedAt` are required; everything else is optional. Unknown fields are kept in `extra`
 /// so [`RlRun::raw`] reproduces what the server sent.
@@ -172,6 +255,16 @@ impl RlRun {
         is_terminal_status(&self.status)
     }
 
+    /// The status, typed (an unknown one is kept as [`RunStatus::Other`]).
+    pub fn run_status(&self) -> RunStatus {
+        RunStatus::parse(&self.status)
+    }
+
+    /// Whether the run holds (or is about to hold) GPUs.
+    pub fn is_active(&self) -> bool {
+        self.run_status().is_active()
+    }
+
     /// `loss`, defaulting to `rl` as the CLI does.
     pub fn loss_or_default(&self) -> &str {
         self.loss.as_deref().unwrap_or("rl")
@@ -252,9 +345,7 @@ impl RlRun {
 
 /// Whether a status string is terminal (case-insensitive).
 pub fn is_terminal_status(status: &str) -> bool {
-    TERMINAL_STATUSES
-        .iter()
-        .any(|t| t.eq_ignore_ascii_case(status))
+    RunStatus::parse(status).is_terminal()
 }
 
 /// `GET /rft/runs` → `{"runs": [...], "total", "page", "limit", "total_pages"}`.
@@ -339,6 +430,99 @@ pub struct CreateRunRequest {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn deserialize_sft_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    let mode = Option::<String>::deserialize(d)?;
+    Ok(mode.as_deref() == Some("sft"))
+}
+
+/// A create-run request without its secret values: what a plan stores, shows and digests.
+/// It serialises exactly as [`CreateRunRequest`] does with no secret set (same keys, same
+/// order); [`RunSpec::into_request`] adds the secrets at dispatch time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSpec {
+    /// The whole TOML table (as JSON) minus the CLI-only keys; `name` stays in it.
+    pub config: Map<String, Value>,
+    /// `"mode": "sft"` when true; omitted for RL.
+    #[serde(
+        rename = "mode",
+        default,
+        skip_serializing_if = "is_false",
+        serialize_with = "serialize_sft_mode",
+        deserialize_with = "deserialize_sft_mode"
+    )]
+    pub sft: bool,
+    /// Run name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Owning team; omitted for the personal account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_id: Option<String>,
+    /// prime-rl image tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_tag: Option<String>,
+    /// GPU type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_type: Option<String>,
+    /// Named volume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
+    /// prime-rl branch, tag or sha.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_ref: Option<String>,
+}
+
+impl RunSpec {
+    /// The wire request, with the secret values the run receives.
+    pub fn into_request(
+        self,
+        wandb_api_key: Option<SecretString>,
+        hf_token: Option<SecretString>,
+    ) -> CreateRunRequest {
+        CreateRunRequest {
+            config: self.config,
+            sft: self.sft,
+            name: self.name,
+            team_id: self.team_id,
+            image_tag: self.image_tag,
+            wandb_api_key,
+            hf_token,
+            gpu_type: self.gpu_type,
+            volume: self.volume,
+            source_ref: self.source_ref,
+            ..CreateRunRequest::default()
+        }
+    }
+}
+
+/// A resume request without its secret values (§6.6: only the GPU type and image tag).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeSpec {
+    /// GPU type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_type: Option<String>,
+    /// Image tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_tag: Option<String>,
+}
+
+impl ResumeSpec {
+    /// The wire request, with the secret values the run receives.
+    pub fn into_request(
+        self,
+        wandb_api_key: Option<SecretString>,
+        hf_token: Option<SecretString>,
+    ) -> ResumeRunRequest {
+        ResumeRunRequest {
+            gpu_type: self.gpu_type,
+            image_tag: self.image_tag,
+            wandb_api_key,
+            hf_token,
+        }
+    }
 }
 
 fn serialize_sft_mode<S: serde::Serializer>(_: &bool, s: S) -> Result<S::Ok, S::Error> {
@@ -759,4 +943,52 @@ pub struct UsagePricing {
     /// Inference output.
     #[serde(default)]
     pub inference_output_per_mtok: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_statuses_are_kept_and_known_ones_read_case_insensitively() {
+        assert_eq!(RunStatus::parse("running"), RunStatus::Running);
+        assert_eq!(
+            RunStatus::parse("WARMING_UP"),
+            RunStatus::Other("WARMING_UP".into())
+        );
+        assert_eq!(RunStatus::parse("WARMING_UP").as_str(), "WARMING_UP");
+        assert!(RunStatus::parse("Pausing").is_active());
+        assert!(!RunStatus::parse("WARMING_UP").is_active());
+        assert!(RunStatus::parse("paused").is_terminal());
+        for k in RunStatus::KNOWN {
+            assert_eq!(RunStatus::parse(k.as_str()), k);
+        }
+    }
+
+    #[test]
+    fn a_run_spec_serialises_as_the_create_request_without_secrets() {
+        let mut config = Map::new();
+        config.insert("name".into(), json!("r"));
+        let spec = RunSpec {
+            config,
+            sft: true,
+            name: Some("r".into()),
+            team_id: Some("t".into()),
+            image_tag: Some("i".into()),
+            gpu_type: Some("g".into()),
+            volume: Some("v".into()),
+            source_ref: Some("s".into()),
+        };
+        let stored = serde_json::to_string(&spec).unwrap();
+        let wire = serde_json::to_string(&spec.clone().into_request(None, None)).unwrap();
+        assert_eq!(stored, wire);
+        assert_eq!(
+            stored,
+            r#"{"config":{"name":"r"},"mode":"sft","name":"r","teamId":"t","imageTag":"i","gpuType":"g","volume":"v","sourceRef":"s"}"#
+        );
+        let back: RunSpec = serde_json::from_str(&stored).unwrap();
+        assert_eq!(back, spec);
+        let rl: RunSpec = serde_json::from_str(r#"{"config":{}}"#).unwrap();
+        assert!(!rl.sft);
+    }
 }

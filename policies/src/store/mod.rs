@@ -16,6 +16,7 @@
 //! the request-state key is the only sensitive material here and lives in its own
 //! owner-only file, never in the database.
 
+mod backend;
 mod journal;
 mod key;
 mod schema;
@@ -31,6 +32,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, pa
 use secrecy::SecretSlice;
 use serde::{Deserialize, Serialize};
 
+pub use backend::{StateStore, StoreFuture};
 pub use journal::{Claim, DispatchRecord, DispatchState, Lease, VolumeRecord, VolumeState};
 pub use key::{KEY_FILE, KEY_LEN};
 

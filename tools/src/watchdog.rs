@@ -1,4 +1,4 @@
-//! The guard's sweep (`factory-mcp guard`): over the caller's own active runs, enforce the
+//! The watchdog's sweep (`factory-mcp guard`): over the caller's own active runs, enforce the
 //! policy's `[guard]` stop conditions (wall-clock hours, cost so far), the step budget of runs
 //! we launched, and `max_active_cost_per_hour_usd` (newest runs first). Elapsed time is measured
 //! on the platform's clock (its `Date` header), so a skewed local clock cannot trigger it.
@@ -6,14 +6,16 @@
 //! restarts, so a run it already acted on is not acted on twice.
 
 use chrono::{DateTime, Utc};
-use factory_platform::{ListRunsQuery, PlatformClient, TeamScope, wire::runs::RlRun};
+use factory_platform::{PlatformClient, wire::runs::RlRun};
 use factory_policies::{GuardAction, launch, store::DispatchState};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::{
-    launch::{active_spend, audit},
-    reply::ToolError,
+    audit::audit,
+    error::ToolError,
+    owner::scope_of,
+    spend::active_spend,
     state::{AppState, platform_error},
 };
 
@@ -54,26 +56,11 @@ async fn my_runs(
     team: &Option<String>,
     me: Option<&str>,
 ) -> Result<Vec<RlRun>, ToolError> {
-    let mut out = Vec::new();
-    for page in 1..=5u32 {
-        let p = platform
-            .list_runs(&ListRunsQuery {
-                page,
-                limit: 100,
-                team: match team {
-                    Some(t) => TeamScope::Team(t.clone()),
-                    None => TeamScope::Personal,
-                },
-                mine: true,
-            })
-            .await
-            .map_err(|e| platform_error("list your runs", &e))?;
-        let n = p.runs.len();
-        out.extend(p.runs);
-        if n < 100 || p.total_pages.is_some_and(|tp| u64::from(page) >= tp) {
-            break;
-        }
-    }
+    let mut out = platform
+        .scan_runs(&scope_of(team), true, 5, |_| false)
+        .await
+        .map_err(|e| platform_error("list your runs", &e))?
+        .runs;
     if let Some(me) = me {
         out.retain(|r| r.user_id == me);
     }
@@ -92,22 +79,19 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
     let runs = my_runs(platform, &team, me.as_deref()).await?;
     let now = platform.server_time().unwrap_or_else(Utc::now);
     let models = platform
-        .available_models(&match &team {
-            Some(t) => TeamScope::Team(t.clone()),
-            None => TeamScope::Personal,
-        })
+        .available_models(&scope_of(&team))
         .await
         .map_err(|e| platform_error("list models for rates", &e))?;
-    let active = active_spend(state, &runs, &models);
+    let active = active_spend(state, &runs, &models).await;
     let g = &state.policy.guard;
     let action = g.action;
 
     // Step budgets declared by the runs we launched.
-    let budgets: Vec<(String, i64)> = state
-        .store()
-        .ok()
-        .and_then(|s| s.dispatched_runs().ok())
-        .unwrap_or_default()
+    let dispatched = match state.store() {
+        Ok(s) => s.dispatched_runs().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    let budgets: Vec<(String, i64)> = dispatched
         .into_iter()
         .filter_map(|d| match d.state {
             DispatchState::Dispatched { run_id, details } => details
@@ -183,11 +167,11 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
         }
     }
 
-    let acted_before: Vec<String> = state
-        .store()
-        .ok()
-        .and_then(|s| s.audit_entries(10_000).ok())
-        .unwrap_or_default()
+    let entries = match state.store() {
+        Ok(s) => s.audit_entries(10_000).await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    let acted_before: Vec<String> = entries
         .into_iter()
         .filter(|e| e.event.actor == "guard" && e.event.outcome == "acted")
         .filter_map(|e| e.event.run_id)
@@ -199,7 +183,10 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
             continue;
         };
         // Only a RUNNING run can be paused; a queued one is stopped.
-        let act = if action == GuardAction::Pause && run.status.eq_ignore_ascii_case("RUNNING") {
+        let act = if action == GuardAction::Pause
+            && factory_policies::lifecycle::pause(&run.run_status())
+                == factory_policies::lifecycle::Pause::Go
+        {
             GuardAction::Pause
         } else {
             GuardAction::Stop
@@ -216,15 +203,17 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
             match result {
                 Ok(status) => {
                     if let Ok(store) = state.store() {
-                        let _ = store.audit(
-                            &factory_policies::store::AuditEvent::new(
-                                "guard",
-                                act.as_str(),
-                                "acted",
+                        let _ = store
+                            .audit(
+                                &factory_policies::store::AuditEvent::new(
+                                    "guard",
+                                    act.as_str(),
+                                    "acted",
+                                )
+                                .run(&id)
+                                .detail(json!({"reason": reason, "status": status})),
                             )
-                            .run(&id)
-                            .detail(json!({"reason": reason, "status": status})),
-                        );
+                            .await;
                     }
                     "acted".to_string()
                 }
@@ -236,7 +225,8 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
                         None,
                         Some(&id),
                         json!({"reason": reason, "error": e.to_string()}),
-                    );
+                    )
+                    .await;
                     format!("failed: {e}")
                 }
             }

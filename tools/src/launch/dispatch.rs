@@ -1,0 +1,248 @@
+//! Sending a plan once: create its volume if needed, claim the dispatch in the journal (a
+//! lease), POST, journal the answer. An ambiguous answer is recorded as `unknown` and
+//! reconciled at once. Runs in its own task so a client that goes away mid-call cannot leave
+//! the journal half-written.
+
+use std::{sync::Arc, time::Duration};
+
+use factory_platform::{PlatformClient, PlatformError, wire::runs::CreateRunResponse};
+use factory_policies::{
+    dispatch::{self, ClaimConflict},
+    store::{Claim, PlanRecord, StateStore},
+};
+use serde_json::json;
+
+use super::{
+    PlanBody,
+    reconcile::{dedup_out, reconcile, settle_found},
+    request::{WireRequest, wire_request},
+    run::LaunchOut,
+    volumes::ensure_volume,
+};
+use crate::{
+    audit::audit,
+    error::ToolError,
+    owner::scope_of,
+    reply::{Outcome, ToolResult},
+    state::{AppState, platform_error},
+};
+
+fn refuse(msg: impl Into<String>) -> ToolError {
+    ToolError::new(msg)
+}
+
+/// Journal, create the volume if needed, POST once, journal the result.
+pub(super) async fn dispatch(
+    state: Arc<AppState>,
+    plan: PlanRecord,
+    body: PlanBody,
+) -> ToolResult<LaunchOut> {
+    let task = tokio::spawn(async move { dispatch_inner(&state, &plan, &body).await });
+    task.await.map_err(|e| {
+        refuse(format!(
+            "the dispatch task failed: {e}; call launch_run again (it reconciles first)"
+        ))
+    })?
+}
+
+async fn dispatch_inner(
+    state: &AppState,
+    plan: &PlanRecord,
+    body: &PlanBody,
+) -> ToolResult<LaunchOut> {
+    let store = state.store()?;
+    let platform = state.platform()?;
+    let scope = scope_of(&body.team_id);
+    let mut volume_created = false;
+    if let Some(v) = body.volume.as_ref().filter(|v| v.create) {
+        volume_created = ensure_volume(state, store, platform, &scope, body, v).await?;
+    }
+    if let Some(done) = claim(state, store, platform, plan).await? {
+        return Ok(done);
+    }
+    audit(
+        state,
+        "launch_run",
+        "dispatching",
+        Some(&plan.id),
+        None,
+        json!({"run_name": body.run_name, "kind": body.kind}),
+    )
+    .await;
+    let answer = match wire_request(state, body)? {
+        WireRequest::Resume(from, request) => platform.resume_run(&from, &request).await,
+        WireRequest::Create(request) => platform.create_run(&request).await,
+    };
+    match answer {
+        Ok(resp) => dispatched(state, store, platform, plan, body, resp, volume_created).await,
+        Err(e) if e.is_ambiguous() => lost_answer(state, store, platform, plan, body, e).await,
+        Err(e) => {
+            let _ = store.mark_failed(&plan.id, &e.to_string()).await;
+            audit(
+                state,
+                "launch_run",
+                "failed",
+                Some(&plan.id),
+                None,
+                json!({"error": e.to_string()}),
+            )
+            .await;
+            Err(platform_error(
+                &format!("launch plan {} (nothing was created)", plan.id),
+                &e,
+            ))
+        }
+    }
+}
+
+/// Claim the plan's dispatch. `Ok(Some(..))`: the plan was dispatched meanwhile (its run).
+async fn claim(
+    state: &AppState,
+    store: &dyn StateStore,
+    platform: &PlatformClient,
+    plan: &PlanRecord,
+) -> Result<Option<Outcome<LaunchOut>>, ToolError> {
+    let lease = platform.settings().timeouts.create + Duration::from_secs(30);
+    let busy = || {
+        refuse(format!(
+            "Another session is launching plan {} right now; call launch_run again shortly — it returns that run.",
+            plan.id
+        ))
+    };
+    let rec =
+        match store.claim_dispatch(&plan.id, lease).await.map_err(|e| {
+            ToolError::unavailable(format!("cannot write the dispatch journal: {e}"))
+        })? {
+            Claim::Claimed(_) => return Ok(None),
+            Claim::Existing(rec) => rec,
+        };
+    match dispatch::on_claim_conflict(&rec.state) {
+        ClaimConflict::ReturnRun { run_id, details } => {
+            let run = platform.get_run(run_id).await.ok();
+            Ok(Some(Outcome::done(
+                format!("Plan {} was already launched as run {run_id}", plan.id),
+                dedup_out(state, &plan.id, run_id, run.as_ref(), details),
+            )))
+        }
+        // Its holder died; reconciliation just before found no run.
+        ClaimConflict::TakeOver => match store.take_over(&plan.id, lease).await {
+            Ok(Claim::Claimed(_)) => Ok(None),
+            _ => Err(busy()),
+        },
+        // Reconciliation just before, after the settle window, found no run: the lost attempt
+        // created nothing. Record that, then claim afresh (atomic: of several callers only one
+        // wins the claim).
+        ClaimConflict::Reclaim => {
+            let _ = store
+                .mark_failed(&plan.id, "reconciled: the earlier attempt created no run")
+                .await;
+            match store.claim_dispatch(&plan.id, lease).await {
+                Ok(Claim::Claimed(_)) => Ok(None),
+                _ => Err(busy()),
+            }
+        }
+        ClaimConflict::Busy => Err(busy()),
+    }
+}
+
+/// The platform created the run: journal it (with the figures budgets need later) and answer.
+async fn dispatched(
+    state: &AppState,
+    store: &dyn StateStore,
+    platform: &PlatformClient,
+    plan: &PlanRecord,
+    body: &PlanBody,
+    resp: CreateRunResponse,
+    volume_created: bool,
+) -> ToolResult<LaunchOut> {
+    let details = json!({
+        "request_digest": plan.request_digest,
+        "content_digest": plan.content_digest,
+        "team_id": body.team_id,
+        "volume": body.volume.as_ref().map(|v| &v.name),
+        "image_tag": body.request.image_tag(),
+        "source_ref": body.request.source_ref(),
+        "on_demand": resp.on_demand,
+        "gpu_type": resp.gpu_type.clone().or(body.gpu_type.clone()),
+        "price_per_gpu_hour_usd": resp.price_per_gpu_hour,
+        "rate_per_hour_usd": resp.estimated_cost_per_hour.or(body.price.per_hour_usd),
+        "max_steps": body.max_steps,
+        "dashboard_url": platform.settings().run_dashboard_url(&resp.run_id),
+    });
+    store
+        .mark_dispatched(&plan.id, &resp.run_id, &details).await
+        .map_err(|e| refuse(format!("run {} was created but the journal could not record it ({e}); do not re-launch: get_run shows it", resp.run_id)))?;
+    audit(
+        state,
+        "launch_run",
+        "dispatched",
+        Some(&plan.id),
+        Some(&resp.run_id),
+        details.clone(),
+    )
+    .await;
+    let run = platform.get_run(&resp.run_id).await.ok();
+    Ok(Outcome::done(
+        format!("Launched run {} for plan {}", resp.run_id, plan.id),
+        LaunchOut {
+            plan_id: plan.id.clone(),
+            run_id: resp.run_id.clone(),
+            status: run.map(|r| r.status),
+            dashboard_url: platform.settings().run_dashboard_url(&resp.run_id),
+            deduplicated: false,
+            on_demand: resp.on_demand,
+            gpu_type: resp.gpu_type,
+            price_per_gpu_hour_usd: resp.price_per_gpu_hour,
+            estimated_cost_per_hour_usd: resp.estimated_cost_per_hour,
+            volume_created,
+        },
+    ))
+}
+
+/// The answer was lost (timeout, 5xx, reset): journal `unknown`, then reconcile at once — the
+/// run may exist although the answer never arrived.
+async fn lost_answer(
+    state: &AppState,
+    store: &dyn StateStore,
+    platform: &PlatformClient,
+    plan: &PlanRecord,
+    body: &PlanBody,
+    e: PlatformError,
+) -> ToolResult<LaunchOut> {
+    let _ = store.mark_unknown(&plan.id, &e.to_string()).await;
+    audit(
+        state,
+        "launch_run",
+        "unknown",
+        Some(&plan.id),
+        None,
+        json!({"error": e.to_string()}),
+    )
+    .await;
+    if let Ok(Some(run)) = reconcile(state, platform, &plan.id, body).await {
+        let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd});
+        settle_found(store, &plan.id, &run.id, &details).await;
+        audit(
+            state,
+            "launch_run",
+            "reconciled",
+            Some(&plan.id),
+            Some(&run.id),
+            json!({}),
+        )
+        .await;
+        let mut out = dedup_out(state, &plan.id, &run.id, Some(&run), &details);
+        out.deduplicated = false;
+        return Ok(Outcome::done(
+            format!(
+                "Launched run {} for plan {} (the platform's answer was lost; found by reconciliation)",
+                run.id, plan.id
+            ),
+            out,
+        ));
+    }
+    Err(ToolError::platform(format!(
+        "The platform's answer to the launch of plan {} was lost ({e}); the run may or may not exist. Call launch_run again: it checks for the run before dispatching anything.",
+        plan.id
+    )))
+}

@@ -1,0 +1,226 @@
+//! `plan_run` with `resume_from`: plan the resume of a PAUSED run as a new billable run,
+//! priced from the paused run's GPUs. Launched with `resume_run`.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use factory_policies::{
+    ConfirmMode, duplicates, launch, launch::PlanFigures, lifecycle, overrides,
+};
+use serde_json::json;
+
+use super::{
+    KIND_RESUME, PlanBody,
+    plan::{CheckItem, DuplicateItem, PlanOut, PlanRunArgs, refuse, store_plan},
+    request::resume_spec,
+    run::enforce_budgets,
+    summary,
+};
+use crate::{
+    audit::audit,
+    ids::PlanId,
+    owner::scope_of,
+    reply::{Outcome, ToolResult},
+    run_view::fetch_run,
+    spend::{active_spend, owner_runs},
+    state::{AppState, platform_error},
+};
+
+/// Plan the resume of a PAUSED run: a new billable run, priced from the paused run's GPUs.
+pub(super) async fn plan_resume(
+    state: Arc<AppState>,
+    args: PlanRunArgs,
+    env_names: Vec<String>,
+    mut overrides: Vec<String>,
+) -> ToolResult<PlanOut> {
+    refuse_launch_only_arguments(&args)?;
+    overrides.retain(|o| o == "allow_duplicate");
+    let from = args.resume_from.clone().unwrap_or_default();
+    let prev = fetch_run(&state, &from).await?;
+    if !lifecycle::may_resume(&prev.run_status()) {
+        return Err(refuse(format!(
+            "Run {from} is {}: only a PAUSED run can be resumed (pause_run pauses a RUNNING one).",
+            prev.status
+        )));
+    }
+    if let Some(refusal) = overrides::override_refusal(&state.policy, &overrides) {
+        return Err(refuse(refusal));
+    }
+    let platform = state.platform()?;
+    let team = prev.team_id.clone();
+    let scope = scope_of(&team);
+    let models = platform
+        .available_models(&scope)
+        .await
+        .map_err(|e| platform_error("list models to price the resume", &e))?;
+    let cluster_gpu = prev.prime_cluster_id.as_deref().and_then(|cid| {
+        models
+            .models
+            .iter()
+            .flat_map(|m| &m.clusters)
+            .find(|c| c.cluster_id == cid)
+            .and_then(|c| c.gpu_type.clone())
+    });
+    let gpu_type = args.gpu_type.clone().or(cluster_gpu);
+    let gpus = prev.gpu_count.and_then(|g| u64::try_from(g).ok());
+    let price = launch::price(
+        &models,
+        prev.base_model.as_deref(),
+        gpu_type.as_deref(),
+        gpus,
+    );
+    let runs = owner_runs(platform, &team, 5).await?;
+    let active = active_spend(&state, &runs, &models).await;
+    let figures = PlanFigures {
+        team: team.as_deref(),
+        gpu_type: gpu_type.as_deref(),
+        gpus,
+        per_hour_usd: price.per_hour_usd,
+        max_steps: prev.max_steps,
+    };
+    enforce_budgets(
+        &state.policy,
+        &figures,
+        &active,
+        "Refused by the policy",
+        "",
+    )?;
+    let run_name = prev.name.clone().unwrap_or_default();
+    let resumed = duplicates::judge_resume(
+        &runs,
+        &prev.id,
+        &run_name,
+        args.allow_duplicate == Some(true),
+    )
+    .map_err(refuse)?;
+    let duplicates: Vec<DuplicateItem> = resumed
+        .iter()
+        .map(|r| DuplicateItem {
+            run_id: r.id.clone(),
+            name: r.name.clone(),
+            status: r.status.clone(),
+            created_at: r.created_at.clone(),
+            relation: duplicates::Relation::Active.as_str().into(),
+        })
+        .collect();
+    let request = resume_spec(gpu_type.clone(), args.image_tag.clone());
+    let request_value = request.to_value();
+    let request_digest =
+        launch::digest(&json!({"resume_from": from, "request": request_value, "env": env_names}));
+    let content_digest = launch::digest(
+        &json!({"resume_from": from, "gpu_type": gpu_type, "image_tag": args.image_tag, "env": env_names}),
+    );
+    let now = Utc::now();
+    let plan_id = PlanId::generate();
+    let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
+    let owner_label = team
+        .as_ref()
+        .map(|t| format!("team {t}"))
+        .unwrap_or_else(|| "personal account".into());
+    let body = PlanBody {
+        request,
+        env_names: env_names.clone(),
+        run_name: run_name.clone(),
+        run_name_generated: false,
+        team_id: team.clone(),
+        owner_label,
+        owner_source: format!("the paused run {from}"),
+        config_path: None,
+        config_sha256: None,
+        config_digest: String::new(),
+        volume: None,
+        mode: if prev.is_sft() { "sft" } else { "rl" }.into(),
+        model: prev.base_model.clone(),
+        gpu_type: gpu_type.clone(),
+        gpus,
+        max_steps: prev.max_steps,
+        price: price.clone(),
+        overrides: overrides.clone(),
+        blocked: None,
+        preexisting_same_name: runs
+            .iter()
+            .filter(|r| !run_name.is_empty() && r.name.as_deref() == Some(run_name.as_str()))
+            .map(|r| r.id.clone())
+            .collect(),
+        kind: KIND_RESUME.into(),
+        resume_from: Some(from.clone()),
+    };
+    let summary = summary::resume_summary(plan_id.as_str(), &expires, &from, &body, state.sandbox);
+    store_plan(
+        &state,
+        &plan_id,
+        now,
+        expires,
+        &request_digest,
+        &content_digest,
+        &team,
+        &summary,
+        &body,
+    )
+    .await?;
+    audit(
+        &state,
+        "plan_run",
+        "planned_resume",
+        Some(plan_id.as_str()),
+        Some(&from),
+        json!({"price_per_hour_usd": price.per_hour_usd}),
+    )
+    .await;
+    Ok(Outcome::done(
+        format!("Planned the resume of {from}: {}\n{summary}", price.per_hour_usd.map(|p| format!("${p:.2}/h")).unwrap_or_else(|| "price unknown".into())),
+        PlanOut {
+            plan_id: plan_id.to_string(),
+            expires_at: expires.to_rfc3339(),
+            summary,
+            owner: team,
+            mode: body.mode.clone(),
+            model: body.model.clone(),
+            run_name,
+            gpus,
+            gpu_type,
+            price_per_hour_usd: price.per_hour_usd,
+            price_basis: price.basis,
+            volume: None,
+            env: env_names,
+            max_steps: prev.max_steps,
+            checks: vec![CheckItem { check: "resume".into(), status: "ok".into(), detail: format!("{from} is PAUSED") }],
+            duplicates,
+            blocked: None,
+            confirmation: match state.policy.confirm {
+                ConfirmMode::Plan => "plan mode: resume_run with this plan_id dispatches without asking (cost caps apply)".into(),
+                ConfirmMode::Human => format!("a person must confirm: resume_run asks through your client's dialog, or the person runs `factory-mcp approve {plan_id}`"),
+            },
+            request: request_value,
+            request_digest,
+            content_digest,
+        },
+    ))
+}
+
+/// A resumed run keeps the paused run's config and owner: the arguments that would change
+/// them are refused.
+fn refuse_launch_only_arguments(args: &PlanRunArgs) -> Result<(), crate::error::ToolError> {
+    for (name, present) in [
+        ("config_path", args.config_path.is_some()),
+        ("config_toml", args.config_toml.is_some()),
+        ("volume", args.volume.is_some()),
+        ("volume_size", args.volume_size.is_some()),
+        ("source_ref", args.source_ref.is_some()),
+        ("sft", args.sft.is_some()),
+        ("run_name", args.run_name.is_some()),
+        ("team_id", args.team_id.is_some()),
+        ("personal", args.personal.is_some()),
+        (
+            "relaunch_after_failure",
+            args.relaunch_after_failure.is_some(),
+        ),
+    ] {
+        if present {
+            return Err(refuse(format!(
+                "`{name}` does not apply to a resume: a resumed run keeps the paused run's config and owner; only gpu_type, image_tag, env and allow_duplicate may be set."
+            )));
+        }
+    }
+    Ok(())
+}

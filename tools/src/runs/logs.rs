@@ -1,0 +1,438 @@
+//! `get_logs`: a bounded log tail with component, level and search filters, and the follow
+//! cursor that returns only the lines after the previous answer.
+use std::sync::Arc;
+
+use factory_platform::{LogComponent, LogsQuery, PlatformError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::ToolError,
+    reply::{Outcome, ToolResult},
+    run_view::bound_lines,
+    server::Call,
+    state::{AppState, check_id, platform_error},
+};
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Component {
+    Orchestrator,
+    Trainer,
+    Inference,
+    EnvServer,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Level {
+    Error,
+    Warning,
+    Success,
+    Info,
+    Debug,
+}
+
+impl Level {
+    fn wire(self) -> &'static str {
+        match self {
+            Level::Error => "ERROR",
+            Level::Warning => "WARNING",
+            Level::Success => "SUCCESS",
+            Level::Info => "INFO",
+            Level::Debug => "DEBUG",
+        }
+    }
+}
+
+/// Largest `tail` accepted, as the platform's own limit.
+pub const MAX_TAIL: u32 = 5000;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogsArgs {
+    pub run_id: String,
+    /// orchestrator (default), trainer, inference, or env-server (needs `env`).
+    pub component: Option<Component>,
+    /// Environment name for env-server logs (implies component env-server).
+    pub env: Option<String>,
+    /// Lines from the end, 1 to 5000 (default 200).
+    #[schemars(range(min = 1, max = 5000))]
+    pub tail: Option<u32>,
+    /// Only lines from this long ago: seconds, or 15m, 1h, 24h, 2d (60 s to 24 h).
+    pub since: Option<String>,
+    /// Only lines containing this text (a regex with `regex: true`).
+    pub search: Option<String>,
+    pub regex: Option<bool>,
+    /// Only lines at this level.
+    pub level: Option<Level>,
+    /// Most bytes of log text to return, newest lines kept (default and maximum 65536).
+    #[schemars(range(min = 1024, max = 65536))]
+    pub max_bytes: Option<u32>,
+    /// The `cursor` of a previous answer (same component and filters): only newer lines.
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LogsOut {
+    pub run_id: String,
+    pub component: String,
+    /// `ok`, or `not_started` when the run has no logs yet (it is queued or starting).
+    pub state: String,
+    pub lines: Vec<String>,
+    pub line_count: usize,
+    /// Lines left out to fit max_bytes (with a cursor: the newest, given by the next call).
+    pub truncated: bool,
+    pub note: Option<String>,
+    /// Pass back (same filters) for only newer lines.
+    pub cursor: String,
+    /// With a cursor: the tail no longer overlapped, so lines may have been missed.
+    pub possibly_missed: bool,
+}
+
+/// Parse `--since` as the CLI does: seconds, or a number with s/m/h/d; 60 s to 24 h.
+pub fn parse_since(s: &str) -> Result<u32, ToolError> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 's')) => (&s[..i], 1),
+        Some((i, 'm')) => (&s[..i], 60),
+        Some((i, 'h')) => (&s[..i], 3600),
+        Some((i, 'd')) => (&s[..i], 86400),
+        _ => (s, 1),
+    };
+    let secs = num
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult));
+    match secs {
+        Some(v) if (60..=86400).contains(&v) => Ok(v as u32),
+        _ => Err(ToolError::new(format!(
+            "`since` must be between 60 seconds and 24 hours, as seconds or with s/m/h/d (e.g. 900, 15m, 1h); got `{}`",
+            s.chars().take(32).collect::<String>()
+        ))),
+    }
+}
+
+pub(super) async fn get_logs(
+    state: Arc<AppState>,
+    args: LogsArgs,
+    _call: Call,
+) -> ToolResult<LogsOut> {
+    check_id("run", &args.run_id)?;
+    let component = match (args.component, &args.env) {
+        (Some(c), Some(_)) if c != Component::EnvServer => {
+            return Err(ToolError::new(
+                "`env` selects env-server logs: drop `component` or set it to env-server.",
+            ));
+        }
+        (Some(Component::EnvServer), None) => {
+            return Err(ToolError::new(
+                "env-server logs need `env` (the environment name; get_components lists them).",
+            ));
+        }
+        (_, Some(_)) => Component::EnvServer,
+        (c, None) => c.unwrap_or(Component::Orchestrator),
+    };
+    if args.regex == Some(true) && args.search.is_none() {
+        return Err(ToolError::new(
+            "`regex: true` needs `search` (the pattern).",
+        ));
+    }
+    // Following needs a window wide enough to overlap what was seen: the CLI's default, 1000.
+    let tail = args
+        .tail
+        .unwrap_or(if args.cursor.is_some() { 1000 } else { 200 });
+    if !(1..=MAX_TAIL).contains(&tail) {
+        return Err(ToolError::new(format!(
+            "`tail` must be between 1 and {MAX_TAIL}; got {tail}"
+        )));
+    }
+    let since_seconds = args.since.as_deref().map(parse_since).transpose()?;
+    let max_bytes = args
+        .max_bytes
+        .map(|b| b as usize)
+        .unwrap_or(state.limits.log_bytes)
+        .clamp(1024, state.limits.log_bytes);
+    let (wire_component, name) = match component {
+        Component::Orchestrator => (LogComponent::Orchestrator, "orchestrator"),
+        Component::Trainer => (LogComponent::Trainer, "trainer"),
+        Component::Inference => (LogComponent::Inference, "inference"),
+        Component::EnvServer => (LogComponent::EnvServer, "env-server"),
+    };
+    // A cursor belongs to one query: the run, the component and the filters (not the tail).
+    let level_name = args.level.map(|l| l.wire()).unwrap_or("");
+    let since_text = since_seconds.map(|s| s.to_string()).unwrap_or_default();
+    let regex_text = if args.regex == Some(true) {
+        "regex"
+    } else {
+        ""
+    };
+    let query_parts = [
+        args.run_id.as_str(),
+        name,
+        args.env.as_deref().unwrap_or(""),
+        args.search.as_deref().unwrap_or(""),
+        regex_text,
+        level_name,
+        since_text.as_str(),
+    ];
+    let cursor = match &args.cursor {
+        Some(c) => Some(LogCursor::parse(c, &query_parts)?),
+        None => None,
+    };
+    let query = LogsQuery {
+        tail_lines: tail,
+        search: args.search.clone(),
+        regex: args.regex.unwrap_or(false),
+        level: args.level.map(|l| l.wire().to_string()),
+        since_seconds,
+        component: wire_component,
+        env_name: args.env.clone(),
+        pod_index: None,
+    };
+    match state.platform()?.get_logs(&args.run_id, &query).await {
+        Ok(resp) => {
+            // Redacted before anything else, so the cursor's hashes never see a secret.
+            let text = state.redactor.redact(&resp.logs).into_owned();
+            let (lines, truncated, next, possibly_missed) = match cursor {
+                None => {
+                    let (lines, truncated) = bound_lines(&text, max_bytes);
+                    let mut next = LogCursor::new(&query_parts);
+                    next.advance(&lines);
+                    (lines, truncated, next, false)
+                }
+                Some(mut c) => {
+                    let all: Vec<String> = text.lines().map(str::to_string).collect();
+                    let (from, overlapped) = c.unseen_from(&all);
+                    // Oldest unseen lines first, so a later call continues where this one stops.
+                    let mut used = 0usize;
+                    let mut lines = Vec::new();
+                    for line in &all[from..] {
+                        let cost = line.len() + 1;
+                        if used + cost > max_bytes && !lines.is_empty() {
+                            break;
+                        }
+                        used += cost;
+                        lines.push(line.clone());
+                    }
+                    let truncated = from + lines.len() < all.len();
+                    c.advance(&lines);
+                    (lines, truncated, c, !overlapped)
+                }
+            };
+            let following = args.cursor.is_some();
+            let summary = format!(
+                "{} {}{name} log line(s) of run {}{}{}",
+                lines.len(),
+                if following { "new " } else { "" },
+                args.run_id,
+                match (truncated, following) {
+                    (true, true) => " (more follow: call again with the cursor)",
+                    (true, false) => " (older lines dropped to fit)",
+                    _ => "",
+                },
+                if possibly_missed {
+                    " (the tail no longer overlapped: lines may have been missed)"
+                } else {
+                    ""
+                }
+            );
+            Ok(Outcome::done(
+                summary,
+                LogsOut {
+                    run_id: args.run_id,
+                    component: name.into(),
+                    state: "ok".into(),
+                    line_count: lines.len(),
+                    lines,
+                    truncated,
+                    note: None,
+                    cursor: next.encode(),
+                    possibly_missed,
+                },
+            ))
+        }
+        Err(PlatformError::NotStartedYet { detail }) => Ok(Outcome::done(
+            format!("Run {} has not started yet: no {name} logs", args.run_id),
+            LogsOut {
+                run_id: args.run_id.clone(),
+                component: name.into(),
+                state: "not_started".into(),
+                lines: Vec::new(),
+                line_count: 0,
+                truncated: false,
+                note: Some(format!(
+                    "The platform says: {detail}. Wait for the run to reach RUNNING (watch_run until_status RUNNING) and call again."
+                )),
+                cursor: cursor
+                    .unwrap_or_else(|| LogCursor::new(&query_parts))
+                    .encode(),
+                possibly_missed: false,
+            },
+        )),
+        Err(PlatformError::NotFound { .. }) => Err(ToolError::new(format!(
+            "Run {} was not found, or is not visible to this key and owner. list_runs shows the runs you can see.",
+            args.run_id
+        ))),
+        Err(e) => Err(platform_error(
+            &format!("get logs of run {}", args.run_id),
+            &e,
+        )),
+    }
+}
+
+// ---- the get_logs follow cursor -------------------------------------------------------------
+
+/// Lines of history a cursor remembers (as hashes) to find where the next tail overlaps.
+const CURSOR_LINES: usize = 16;
+const CURSOR_PREFIX: &str = "lc1";
+
+/// FNV-1a: stable across builds and processes, so a cursor survives a server restart. Hashes
+/// of already-redacted lines only: a cursor carries nothing derived from a secret.
+fn fnv(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain(std::iter::once(0xff)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// What `get_logs` remembers between calls: which query, and the hashes of the last lines seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogCursor {
+    query: u64,
+    seen: Vec<u64>,
+}
+
+impl LogCursor {
+    /// A cursor for `query` (the component and filters, which a follow-up call must repeat).
+    pub fn new(query_parts: &[&str]) -> Self {
+        LogCursor {
+            query: fnv(query_parts),
+            seen: Vec::new(),
+        }
+    }
+
+    /// Parse a cursor a previous answer gave, checking it belongs to the same query.
+    pub fn parse(text: &str, query_parts: &[&str]) -> Result<Self, ToolError> {
+        let bad = || {
+            ToolError::new(
+                "`cursor` is not one this server gave: pass the `cursor` of the previous get_logs answer unchanged, or drop it to read the tail.",
+            )
+        };
+        let body = text.strip_prefix(CURSOR_PREFIX).ok_or_else(bad)?;
+        if body.is_empty() || body.len() % 16 != 0 || body.len() > 16 * (CURSOR_LINES + 1) {
+            return Err(bad());
+        }
+        let words: Vec<u64> = (0..body.len() / 16)
+            .map(|i| u64::from_str_radix(body.get(i * 16..i * 16 + 16).unwrap_or(""), 16))
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad())?;
+        let cursor = LogCursor {
+            query: words[0],
+            seen: words[1..].to_vec(),
+        };
+        if cursor.query != fnv(query_parts) {
+            return Err(ToolError::new(
+                "This `cursor` belongs to another log query: repeat the same run, component, env and filters as the call that returned it, or drop the cursor.",
+            ));
+        }
+        Ok(cursor)
+    }
+
+    pub fn encode(&self) -> String {
+        let mut s = String::from(CURSOR_PREFIX);
+        for w in std::iter::once(self.query).chain(self.seen.iter().copied()) {
+            s.push_str(&format!("{w:016x}"));
+        }
+        s
+    }
+
+    /// Where the unseen lines of `lines` (a fresh tail, oldest first) begin, and whether the
+    /// tail still overlaps what was seen (false: lines may have been missed in between). The
+    /// API only returns tails, so this finds the overlap as the CLI's follow does: the earliest
+    /// place where the remembered last lines end; else a tail that starts inside them.
+    pub fn unseen_from(&self, lines: &[String]) -> (usize, bool) {
+        let k = self.seen.len();
+        if k == 0 || lines.is_empty() {
+            return (0, true);
+        }
+        let h: Vec<u64> = lines.iter().map(|l| fnv(&[l])).collect();
+        if let Some(j) = (k..=h.len()).find(|&j| h[j - k..j] == self.seen[..]) {
+            return (j, true);
+        }
+        if let Some(j) = (1..k.min(h.len() + 1))
+            .rev()
+            .find(|&j| h[..j] == self.seen[k - j..])
+        {
+            return (j, true);
+        }
+        (0, false)
+    }
+
+    /// Remember `returned` as the newest lines seen.
+    pub fn advance(&mut self, returned: &[String]) {
+        self.seen.extend(returned.iter().map(|l| fnv(&[l])));
+        let extra = self.seen.len().saturating_sub(CURSOR_LINES);
+        self.seen.drain(..extra);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_parses_like_the_cli() {
+        assert_eq!(parse_since("900").unwrap(), 900);
+        assert_eq!(parse_since("15m").unwrap(), 900);
+        assert_eq!(parse_since("1h").unwrap(), 3600);
+        assert_eq!(parse_since("1d").unwrap(), 86400);
+        assert!(parse_since("30").is_err());
+        assert!(parse_since("2d").is_err());
+        assert!(parse_since("abc").is_err());
+        assert!(parse_since("99999999999999999999h").is_err());
+    }
+
+    fn lines(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_cursor_returns_only_lines_after_the_overlap() {
+        let q = ["run", "orchestrator"];
+        let mut c = LogCursor::new(&q);
+        let first = lines(&["a", "b", "c"]);
+        assert_eq!(c.unseen_from(&first), (0, true));
+        c.advance(&first);
+        let c = LogCursor::parse(&c.encode(), &q).unwrap();
+        // The tail moved on: "a" scrolled out, "d", "e" are new.
+        assert_eq!(c.unseen_from(&lines(&["b", "c", "d", "e"])), (2, true));
+        // Nothing new.
+        assert_eq!(c.unseen_from(&lines(&["a", "b", "c"])), (3, true));
+        // The window no longer overlaps: everything is returned and the gap is said.
+        assert_eq!(c.unseen_from(&lines(&["x", "y"])), (0, false));
+        // Repeated text is matched as a sequence, not line by line.
+        assert_eq!(
+            c.unseen_from(&lines(&["a", "b", "c", "a", "b", "c"])),
+            (3, true)
+        );
+        // Another query's cursor is refused.
+        assert!(LogCursor::parse(&c.encode(), &["run", "trainer"]).is_err());
+        assert!(LogCursor::parse("lc1zz", &q).is_err());
+    }
+
+    #[test]
+    fn a_cursor_remembers_only_the_last_lines() {
+        let mut c = LogCursor::new(&["q"]);
+        let many: Vec<String> = (0..100).map(|i| format!("line {i}")).collect();
+        c.advance(&many);
+        assert_eq!(c.seen.len(), CURSOR_LINES);
+        assert_eq!(c.unseen_from(&many[50..]), (50, true));
+        assert!(c.encode().len() < 300);
+    }
+}

@@ -1,0 +1,363 @@
+//! The runs toolset, one module per concern: listing and reading runs (here), logs and their
+//! follow cursor (`logs`), metrics, progress and checkpoints (`metrics`), the RL signals
+//! (`rollouts`), waiting (`watch`), diagnosis (`diagnose`) and the end-of-run report
+//! (`report`). Bounded, paginated, redacted on the way out.
+
+mod diagnose;
+mod logs;
+mod metrics;
+pub(crate) mod report;
+mod rollouts;
+mod watch;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use factory_platform::{
+    ListRunsQuery, PlatformError,
+    wire::runs::{RlRun, RunStatus},
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{catalogue, server::ServerTool};
+use crate::{
+    error::ToolError,
+    owner,
+    reply::{Outcome, ToolResult},
+    run_view::{RunDetail, fetch_run, run_detail},
+    server::Call,
+    state::{AppState, platform_error},
+};
+
+pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
+    vec![
+        ServerTool::new(&catalogue::LIST_RUNS, list_runs),
+        ServerTool::new(&catalogue::GET_RUN, get_run),
+        ServerTool::new(&catalogue::GET_COMPONENTS, get_components),
+        ServerTool::new(&catalogue::GET_LOGS, logs::get_logs),
+        ServerTool::new(&catalogue::GET_METRICS, metrics::get_metrics),
+        ServerTool::new(&catalogue::GET_PROGRESS, metrics::get_progress),
+        ServerTool::new(&catalogue::LIST_CHECKPOINTS, metrics::list_checkpoints),
+        ServerTool::new(&catalogue::GET_ROLLOUTS, rollouts::get_rollouts),
+        ServerTool::new(&catalogue::GET_DISTRIBUTIONS, rollouts::get_distributions),
+        ServerTool::new(&catalogue::WATCH_RUN, watch::watch_run),
+        ServerTool::new(&catalogue::DIAGNOSE_RUN, diagnose::diagnose_run),
+        ServerTool::new(&catalogue::RUN_REPORT, report::run_report),
+    ]
+}
+
+/// Run statuses the platform reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum StatusArg {
+    Queued,
+    Pending,
+    Running,
+    Completed,
+    Failed,
+    Stopped,
+    Pausing,
+    Paused,
+}
+
+impl StatusArg {
+    /// The status this argument names (its wire spelling is the platform's).
+    pub(crate) fn status(self) -> RunStatus {
+        match self {
+            StatusArg::Queued => RunStatus::Queued,
+            StatusArg::Pending => RunStatus::Pending,
+            StatusArg::Running => RunStatus::Running,
+            StatusArg::Completed => RunStatus::Completed,
+            StatusArg::Failed => RunStatus::Failed,
+            StatusArg::Stopped => RunStatus::Stopped,
+            StatusArg::Pausing => RunStatus::Pausing,
+            StatusArg::Paused => RunStatus::Paused,
+        }
+    }
+}
+
+/// A run as listed: the fields an assistant needs to pick one.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunSummary {
+    pub id: String,
+    pub name: Option<String>,
+    pub status: String,
+    pub base_model: Option<String>,
+    pub max_steps: Option<i64>,
+    pub gpu_count: Option<i64>,
+    pub team_id: Option<String>,
+    pub user_id: String,
+    pub kind: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
+    pub error_message: Option<String>,
+}
+
+impl From<&RlRun> for RunSummary {
+    fn from(r: &RlRun) -> Self {
+        RunSummary {
+            id: r.id.clone(),
+            name: r.name.clone(),
+            status: r.status.clone(),
+            base_model: r.base_model.clone(),
+            max_steps: r.max_steps,
+            gpu_count: r.gpu_count,
+            team_id: r.team_id.clone(),
+            user_id: r.user_id.clone(),
+            kind: r.kind.clone(),
+            created_at: r.created_at.clone(),
+            started_at: r.started_at.clone(),
+            completed_at: r.completed_at.clone(),
+            error_message: r.error_message.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListRunsArgs {
+    /// List this team's runs instead of the active team's.
+    pub team_id: Option<String>,
+    /// List the personal account's runs even when a team is active.
+    pub personal: Option<bool>,
+    /// Only runs created by the caller.
+    pub mine: Option<bool>,
+    /// Page, from 1 (default 1).
+    #[schemars(range(min = 1))]
+    pub page: Option<u32>,
+    /// Runs per page, 1 to 100 (default 20).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+    /// Only runs in this status (filtered by this server over the pages it reads).
+    pub status: Option<StatusArg>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListRunsOut {
+    pub runs: Vec<RunSummary>,
+    /// Runs the platform reports for this owner (before any status filter).
+    pub total: Option<u64>,
+    pub page: u32,
+    pub limit: u32,
+    pub total_pages: Option<u64>,
+    /// With a status filter: how many runs were read to find these.
+    pub scanned: usize,
+    /// With a status filter: whether older runs were left unread (call again with a later page).
+    pub scan_incomplete: bool,
+}
+
+async fn list_runs(
+    state: Arc<AppState>,
+    args: ListRunsArgs,
+    _call: Call,
+) -> ToolResult<ListRunsOut> {
+    let scope = owner::scope(args.team_id.as_deref(), args.personal, &state.policy)?;
+    let page = args.page.unwrap_or(1).max(1);
+    let limit = args.limit.unwrap_or(20).clamp(1, 100);
+    let platform = state.platform()?;
+    let query = |page: u32, limit: u32| ListRunsQuery {
+        page,
+        limit,
+        team: scope.clone(),
+        mine: args.mine.unwrap_or(false),
+    };
+    let Some(status) = args.status else {
+        let p = platform
+            .list_runs(&query(page, limit))
+            .await
+            .map_err(|e| platform_error("list runs", &e))?;
+        let runs: Vec<RunSummary> = p.runs.iter().map(RunSummary::from).collect();
+        let scanned = runs.len();
+        let summary = format!(
+            "{} run(s) on page {page}{}",
+            runs.len(),
+            p.total
+                .map(|t| format!(" of {t} in all"))
+                .unwrap_or_default()
+        );
+        return Ok(Outcome::done(
+            summary,
+            ListRunsOut {
+                runs,
+                total: p.total,
+                page,
+                limit,
+                total_pages: p.total_pages,
+                scanned,
+                scan_incomplete: false,
+            },
+        ));
+    };
+    // The API has no status filter: read pages of 100 from the start, skip the matches that
+    // belong to earlier pages of the filtered view, and stop when this page is full.
+    let skip = (page as usize - 1) * limit as usize;
+    let wanted = status.status();
+    let scan = platform
+        .scan_runs(
+            &scope,
+            args.mine.unwrap_or(false),
+            state.limits.status_scan_pages,
+            |runs| {
+                runs.iter().filter(|r| r.run_status() == wanted).count() >= skip + limit as usize
+            },
+        )
+        .await
+        .map_err(|e| platform_error("list runs", &e))?;
+    let (scanned, total, incomplete) = (scan.runs.len(), scan.total, scan.truncated);
+    let matches: Vec<RunSummary> = scan
+        .runs
+        .iter()
+        .filter(|r| r.run_status() == wanted)
+        .map(RunSummary::from)
+        .collect();
+    let runs: Vec<RunSummary> = matches
+        .into_iter()
+        .skip(skip)
+        .take(limit as usize)
+        .collect();
+    Ok(Outcome::done(
+        format!(
+            "{} {} run(s) found among {scanned} scanned{}",
+            runs.len(),
+            status.status(),
+            if incomplete {
+                " (older runs not scanned)"
+            } else {
+                ""
+            }
+        ),
+        ListRunsOut {
+            runs,
+            total,
+            page,
+            limit,
+            total_pages: None,
+            scanned,
+            scan_incomplete: incomplete,
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunIdArgs {
+    /// The run id (from list_runs or launch_run).
+    pub run_id: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GetRunOut {
+    pub run: RunDetail,
+}
+
+async fn get_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolResult<GetRunOut> {
+    let run = fetch_run(&state, &args.run_id).await?;
+    let url = state.platform()?.settings().run_dashboard_url(&run.id);
+    let detail = run_detail(&run, url);
+    let summary = format!(
+        "Run {} ({}) is {}",
+        detail.id,
+        detail.name.as_deref().unwrap_or("unnamed"),
+        detail.status
+    );
+    Ok(Outcome::done(summary, GetRunOut { run: detail }))
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ComponentsOut {
+    pub run_id: String,
+    pub run_status: String,
+    pub components: Vec<ComponentItem>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ComponentItem {
+    /// orchestrator, trainer, inference, or env-server.
+    pub component: String,
+    /// For env servers: the environment name and index (use `env` with get_logs).
+    pub env_name: Option<String>,
+    pub env_index: Option<i64>,
+    pub pod_name: Option<String>,
+    pub status: String,
+}
+
+async fn get_components(
+    state: Arc<AppState>,
+    args: RunIdArgs,
+    _call: Call,
+) -> ToolResult<ComponentsOut> {
+    let run = fetch_run(&state, &args.run_id).await?;
+    let servers = state
+        .platform()?
+        .list_env_servers(&run.id)
+        .await
+        .map_err(|e| platform_error(&format!("list env servers of run {}", run.id), &e))?;
+    // As `prime train components`: the primary row is the trainer for SFT, else the
+    // orchestrator; an SFT run with online eval also has orchestrator and inference rows.
+    let mut components = Vec::new();
+    let row = |name: &str| ComponentItem {
+        component: name.into(),
+        env_name: None,
+        env_index: None,
+        pod_name: None,
+        status: run.status.clone(),
+    };
+    if run.is_sft() {
+        components.push(row("trainer"));
+        let online_eval = run
+            .run_config
+            .as_ref()
+            .and_then(|c| c.get("eval"))
+            .is_some_and(Value::is_object);
+        if online_eval {
+            components.push(row("orchestrator"));
+            components.push(row("inference"));
+        }
+    } else {
+        components.push(row("orchestrator"));
+    }
+    for s in servers.env_servers {
+        components.push(ComponentItem {
+            component: "env-server".into(),
+            env_name: s.env_name,
+            env_index: s.env_index,
+            pod_name: Some(s.pod_name),
+            status: s.status,
+        });
+    }
+    Ok(Outcome::done(
+        format!(
+            "{} component(s) of run {} ({})",
+            components.len(),
+            run.id,
+            run.status
+        ),
+        ComponentsOut {
+            run_id: run.id.clone(),
+            run_status: run.status.clone(),
+            components,
+        },
+    ))
+}
+
+pub(super) fn not_found_or(run_id: &str, what: &str, e: PlatformError) -> ToolError {
+    match e {
+        PlatformError::NotFound { .. } => ToolError::new(format!(
+            "Run {run_id} was not found, or is not visible to this key and owner. list_runs shows the runs you can see."
+        )),
+        e => platform_error(&format!("{what} {run_id}"), &e),
+    }
+}
+
+/// The client cancelled the request.
+#[derive(Debug)]
+pub(super) struct Cancelled;
+
+pub(super) fn parse_ts(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
