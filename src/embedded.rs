@@ -17,6 +17,7 @@ pub async fn start(speed: f64) -> Result<(SandboxHandle, PlatformOverride), Stri
         base_url: handle.base_url(),
         traces_url: handle.base_url(),
         api_key: SecretString::from(key),
+        frontend_url: Some(handle.frontend_url()),
     };
     Ok((handle, over))
 }

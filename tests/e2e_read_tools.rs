@@ -69,6 +69,15 @@ async fn every_read_tool_answers_for_a_running_run_in_both_eras() {
                 .unwrap()
                 .ends_with(&run)
         );
+        // The sandbox serves its own dashboard page: no link points at the real app.
+        assert!(
+            got["run"]["dashboard_url"]
+                .as_str()
+                .unwrap()
+                .starts_with("http://127.0.0.1:"),
+            "{}",
+            got["run"]["dashboard_url"]
+        );
 
         let comps = ok(&call(&c, "get_components", json!({"run_id": run})).await);
         assert_eq!(comps["components"][0]["component"], "orchestrator");

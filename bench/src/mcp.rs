@@ -93,6 +93,7 @@ pub async fn in_process(
         base_url: base_url.to_string(),
         traces_url: base_url.to_string(),
         api_key: SecretString::from(api_key.to_string()),
+        frontend_url: Some(base_url.to_string()),
     };
     let state_home = state_home.display().to_string();
     let env = move |k: &str| match k {

@@ -74,6 +74,7 @@ impl World {
             ("XDG_STATE_HOME".into(), format!("{home}/.state")),
             ("PRIME_API_BASE_URL".into(), self.sandbox.base_url()),
             ("PRIME_TRACES_URL".into(), self.sandbox.base_url()),
+            ("PRIME_FRONTEND_URL".into(), self.sandbox.frontend_url()),
             ("PRIME_API_KEY".into(), self.key(user)),
             ("FACTORY_MCP_LOG".into(), "debug".into()),
         ]

@@ -146,6 +146,9 @@ pub struct PlatformOverride {
     pub base_url: String,
     pub traces_url: String,
     pub api_key: SecretString,
+    /// Dashboard base for run links (the sandbox serves its own page, so links never point at
+    /// the real app); `None` keeps the default.
+    pub frontend_url: Option<String>,
 }
 
 /// The state and the secret values it knows, for the tracing redactor.
@@ -257,6 +260,9 @@ fn platform_settings(
         Some(o) => {
             let mut s = PlatformSettings::new(o.base_url.clone(), o.api_key.clone());
             s.traces_url = o.traces_url.clone();
+            if let Some(f) = &o.frontend_url {
+                s.frontend_url = f.trim_end_matches('/').to_owned();
+            }
             s.base_url_source = SettingSource::Explicit;
             s.api_key_source = SettingSource::Explicit;
             s
