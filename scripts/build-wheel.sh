@@ -18,7 +18,9 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check $want
   echo "$want" > "$stamp"
 fi
-# Only this version's wheel stays, so the test cannot pick up a stale one.
-rm -f "$root"/target/wheels/factory_mcp-*.whl
-"$venv/bin/maturin" build --profile dev --out "$root/target/wheels" "$@" >&2
-ls "$root"/target/wheels/factory_mcp-*.whl
+# Beside the build's own target directory, where tests/wheel.rs looks for it. Only this
+# version's wheel stays, so the test cannot pick up a stale one.
+out="${CARGO_TARGET_DIR:-$root/target}/wheels"
+rm -f "$out"/factory_mcp-*.whl
+"$venv/bin/maturin" build --profile dev --out "$out" "$@" >&2
+ls "$out"/factory_mcp-*.whl

@@ -101,6 +101,7 @@ fn the_schema_rejects_what_the_registry_rejects() {
         .unwrap()
         .remove("transport");
     let found = errors(&py, &[long, bad_name, latest, no_transport]);
+    assert_eq!(found.len(), 4, "one result per document: {found:?}");
     for (what, errs) in [
         "description over 100",
         "name without namespace",

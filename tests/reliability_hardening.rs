@@ -259,6 +259,15 @@ async fn a_destination_swapped_for_a_symlink_mid_download_receives_nothing_outsi
         landed.len(),
         text(&r)
     );
+    // What did land is in the directory that was opened: every trace, in `tt/old`.
+    let mut kept: Vec<String> = std::fs::read_dir(w.workspace_path().join("tt/old"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    kept.sort();
+    let mut want: Vec<String> = ids.iter().map(|id| format!("{id}.json")).collect();
+    want.sort();
+    assert_eq!(kept, want, "{}", text(&r));
     c.cancel().await.unwrap();
 }
 

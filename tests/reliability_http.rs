@@ -218,7 +218,9 @@ async fn a_half_sent_header_is_closed_by_the_header_read_timeout() {
         .await
         .unwrap();
     let mut buf = [0u8; 1024];
-    let outcome = tokio::time::timeout(HANG, async {
+    // Well under hyper's own 30 s default, so only the policy's 1 s closes it in time.
+    let bound = Duration::from_secs(15);
+    let outcome = tokio::time::timeout(bound, async {
         loop {
             match conn.read(&mut buf).await {
                 // Closed by the server (hyper may first answer 408).
@@ -230,7 +232,7 @@ async fn a_half_sent_header_is_closed_by_the_header_read_timeout() {
     .await;
     assert!(
         outcome.is_ok(),
-        "a connection with a half-sent header was still open after {HANG:?}\n{}",
+        "a connection with a half-sent header was still open after {bound:?}\n{}",
         s.log()
     );
 }
@@ -279,6 +281,72 @@ async fn half_open_connections_beyond_the_fd_limit_do_not_starve_a_valid_request
         s.log()
     );
     drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_pipelined_unauthenticated_requests_do_not_make_connections_busy() {
+    factory_platform::ensure_tls_provider();
+    let w = World::new().await;
+    let tf = common::write_token_file(w.home.path(), "token", TOKEN);
+    let policy = w.home.path().join("policy.toml");
+    const CAP: usize = 4;
+    std::fs::write(&policy, format!("[http]\nmax_connections = {CAP}\n")).unwrap();
+    let s = start(
+        &w,
+        &[
+            "--auth-token-file",
+            tf.to_str().unwrap(),
+            "--config",
+            policy.to_str().unwrap(),
+        ],
+    )
+    .await;
+    // Every connection up to the cap sends unauthenticated requests back to back and never
+    // reads: the unread 401s fill the socket buffers, so the server is stuck writing an answer
+    // on each. Were that counted as busy, every connection would be busy and a client with the
+    // token would get 503.
+    let request = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".repeat(1000);
+    let mut writers = tokio::task::JoinSet::new();
+    let (stalled_tx, mut stalled_rx) = tokio::sync::mpsc::channel::<()>(CAP);
+    for _ in 0..CAP {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut c = tokio::time::timeout(HANG, socket.connect(s.addr.parse().unwrap()))
+            .await
+            .expect("connect: hung")
+            .expect("connect");
+        let request = request.clone();
+        let stalled = stalled_tx.clone();
+        writers.spawn(async move {
+            loop {
+                let mut write = std::pin::pin!(c.write_all(&request));
+                // Not an assertion: only when to try the valid request (a write that makes
+                // no progress for a while means the server stopped reading this connection).
+                match tokio::time::timeout(Duration::from_millis(500), write.as_mut()).await {
+                    Ok(Ok(())) => continue,
+                    Ok(Err(_)) => return,
+                    Err(_) => {
+                        let _ = stalled.send(()).await;
+                        let _ = write.await;
+                        return;
+                    }
+                }
+            }
+        });
+    }
+    for _ in 0..CAP {
+        tokio::time::timeout(HANG, stalled_rx.recv())
+            .await
+            .expect("the writers never filled the buffers (hung)");
+    }
+    let fresh = reqwest::Client::new();
+    let (status, body) = whoami(&fresh, &s.url, Some(TOKEN)).await;
+    assert!(
+        answered_ok(status, &body),
+        "with {CAP} connections full of unread 401s: {status} {body}\n{}",
+        s.log()
+    );
+    writers.abort_all();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,6 +2,7 @@
 //! with other servers and comments, a malformed one (refused, nothing changed), and a second
 //! run (nothing changed). Each test runs the real binary with a temporary HOME.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -348,6 +349,7 @@ fn a_stale_entry_holding_a_key_is_replaced_and_the_key_goes() {
             "{{\"mcpServers\": {{\"factory\": {{\"command\": \"/old/factory-mcp\", \"args\": [\"serve\"], \"env\": {{\"PRIME_API_KEY\": \"{key}\"}}}}, \"x\": {{\"command\": \"x\"}}}}}}\n"
         ),
     );
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let dry = ok(&env.setup(&["claude-code", "--dry-run"]));
     assert!(dry.contains("would replace server \"factory\""), "{dry}");
     assert!(!dry.contains(key), "the diff showed the key:\n{dry}");
@@ -363,6 +365,9 @@ fn a_stale_entry_holding_a_key_is_replaced_and_the_key_goes() {
             .unwrap()
             .contains(key)
     );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&backups(&file)[0]), 0o600);
+    assert_eq!(mode(&file), 0o600);
 }
 
 #[test]
@@ -380,6 +385,15 @@ fn sandbox_and_user_scopes_write_where_each_client_reads() {
     assert_eq!(d["projects"], json!({"/somewhere": {"allowedTools": []}}));
     // Cursor, user scope.
     ok(&env.setup(&["cursor", "--scope", "user", "--sandbox"]));
+    // A new user-scope file is owner-only.
+    assert_eq!(
+        std::fs::metadata(env.home.path().join(".cursor/mcp.json"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
     let c = jsonc(&env.home.path().join(".cursor/mcp.json"));
     let example: Value = serde_json::from_str(
         &std::fs::read_to_string(

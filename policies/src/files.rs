@@ -305,10 +305,22 @@ fn walk_dir(
     mut each: impl FnMut(SourceFile) -> Result<(), FileError>,
 ) -> Result<usize, FileError> {
     // First the listing (bounded), then the reads, so a folder that is too large reads nothing.
-    let mut files: Vec<String> = Vec::new();
-    let mut stack: Vec<(OwnedFd, String)> = vec![(top, String::new())];
-    let mut dirs: Vec<(String, OwnedFd)> = Vec::new();
-    while let Some((fd, prefix)) = stack.pop() {
+    // Folders count against `max_files` too, and only one listing descriptor is open at a time:
+    // a folder is reopened beneath `top` (never through a link) when it is listed and again when
+    // its files are read, so no tree can exhaust the process's descriptors.
+    // Names are kept raw (`OsString`) for opening; the lossy text is only for display and the
+    // remote key.
+    struct Listed {
+        rel: String,
+        dir: PathBuf,
+        name: std::ffi::OsString,
+    }
+    let dup = |fd: &OwnedFd| rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| io_err(shown, e));
+    let mut files: Vec<Listed> = Vec::new();
+    let mut entries = 0usize;
+    let mut stack: Vec<(PathBuf, String)> = vec![(PathBuf::new(), String::new())];
+    while let Some((dir_path, prefix)) = stack.pop() {
+        let fd = open_beneath(dup(&top)?, &dir_path, false, &shown.join(&prefix))?;
         let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| io_err(shown, e))?;
         for entry in dir {
             let entry = entry.map_err(|e| io_err(shown, e))?;
@@ -320,46 +332,43 @@ fn walk_dir(
             let rel = format!("{prefix}{}", name.to_string_lossy());
             let st = rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(|e| io_err(&shown.join(&rel), e))?;
-            match FileType::from_raw_mode(st.st_mode) {
-                FileType::Directory => {
-                    let sub = open_beneath(
-                        rustix::io::fcntl_dupfd_cloexec(&fd, 0).map_err(|e| io_err(shown, e))?,
-                        Path::new(name),
-                        false,
-                        &shown.join(&rel),
-                    )?;
-                    stack.push((sub, format!("{rel}/")));
+            let kind = FileType::from_raw_mode(st.st_mode);
+            if matches!(kind, FileType::Directory | FileType::RegularFile) {
+                entries += 1;
+                if entries > max_files {
+                    return Err(FileError::TooLarge {
+                        path: shown.to_path_buf(),
+                        len: entries as u64,
+                        max: max_files as u64,
+                    });
                 }
-                FileType::RegularFile => {
-                    files.push(rel);
-                    if files.len() > max_files {
-                        return Err(FileError::TooLarge {
-                            path: shown.to_path_buf(),
-                            len: files.len() as u64,
-                            max: max_files as u64,
-                        });
-                    }
-                }
+            }
+            match kind {
+                FileType::Directory => stack.push((dir_path.join(name), format!("{rel}/"))),
+                FileType::RegularFile => files.push(Listed {
+                    rel,
+                    dir: dir_path.clone(),
+                    name: name.to_os_string(),
+                }),
                 // Symlinks and special files are not uploaded (links are never followed).
                 _ => {}
             }
         }
-        dirs.push((prefix, fd));
     }
-    files.sort();
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
     let count = files.len();
-    for rel in files {
-        let (prefix, name) = match rel.rfind('/') {
-            Some(i) => (&rel[..=i], &rel[i + 1..]),
-            None => ("", rel.as_str()),
+    let mut open: Option<(PathBuf, OwnedFd)> = None;
+    for f in files {
+        let shown_file = shown.join(&f.rel);
+        let dir = match open.take() {
+            Some((p, fd)) if p == f.dir => fd,
+            // The previous folder's descriptor is dropped here.
+            _ => open_beneath(dup(&top)?, &f.dir, false, &shown_file)?,
         };
-        let shown_file = shown.join(&rel);
-        let Some((_, dir)) = dirs.iter().find(|(p, _)| p == prefix) else {
-            return Err(FileError::Symlink { path: shown_file });
-        };
-        let (file, _) = open_regular_in(dir, OsStr::new(name), limits, &shown_file)?;
+        let (file, _) = open_regular_in(&dir, &f.name, limits, &shown_file)?;
+        open = Some((f.dir, dir));
         let bytes = read_capped(file, limits, &shown_file)?;
-        each(SourceFile { rel, bytes })?;
+        each(SourceFile { rel: f.rel, bytes })?;
     }
     Ok(count)
 }
@@ -591,5 +600,66 @@ mod tests {
             ]
         );
         assert!(walk_source(&w, &src, ReadLimits::CONFIG, 1, |_| Ok(())).is_err());
+    }
+
+    #[test]
+    fn folders_count_against_the_cap_and_hold_no_descriptor_each() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = ws(tmp.path());
+        let src = w.root().join("tree");
+        // 1,200 sibling folders and a 300-deep chain, each holding one file.
+        for i in 0..1200 {
+            let d = src.join(format!("d{i:04}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("f"), "x").unwrap();
+        }
+        let mut deep = src.join("deep");
+        for _ in 0..300 {
+            deep = deep.join("n");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("f"), "y").unwrap();
+        // A low cap: a clear refusal before anything is read, not EMFILE.
+        let mut read = 0;
+        let err = walk_source(&w, &src, ReadLimits::CONFIG, 100, |_| {
+            read += 1;
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(
+            matches!(err, FileError::TooLarge { max: 100, .. }),
+            "{err:?}"
+        );
+        assert_eq!(read, 0);
+        // A cap above the tree's 2,702 entries: every file is read, one folder open at a time.
+        let mut seen = Vec::new();
+        let n = walk_source(&w, &src, ReadLimits::CONFIG, 5000, |f| {
+            seen.push(f.rel);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, 1201);
+        assert_eq!(seen.len(), 1201);
+        assert!(seen.iter().any(|r| r.ends_with("/n/f") && r.len() > 600));
+    }
+
+    #[test]
+    fn a_file_name_that_is_not_utf8_is_opened_by_its_raw_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = ws(tmp.path());
+        let src = w.root().join("raw");
+        let dir = src.join(OsStr::from_bytes(b"d\xff"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(OsStr::from_bytes(b"caf\xe9.txt")), "raw").unwrap();
+        let mut seen = Vec::new();
+        walk_source(&w, &src, ReadLimits::CONFIG, 10, |f| {
+            seen.push((f.rel, f.bytes));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            vec![("d\u{fffd}/caf\u{fffd}.txt".to_string(), b"raw".to_vec())]
+        );
     }
 }

@@ -169,7 +169,7 @@ impl Default for ValidatePolicy {
 #[serde(deny_unknown_fields, default)]
 pub struct UploadPolicy {
     /// Upload files named like secret files (`.env*`, `.netrc`, `id_*`, `*.pem`,
-    /// `credentials*`). Their content is still scanned for secrets either way.
+    /// `*credentials*`). Their content is still scanned for secrets either way.
     pub allow_secret_files: bool,
 }
 

@@ -1,6 +1,6 @@
 //! What `upload_to_volume` may send to a shared volume: every file is read race-free
 //! ([`crate::files::walk_source`]), refused when its name is a well-known secret file (`.env*`,
-//! `.netrc`, `id_*`, `*.pem`, `credentials*`) unless the policy allows such names, and refused
+//! `.netrc`, `id_*`, `*.pem`, `*credentials*`) unless the policy allows such names, and refused
 //! when its content holds a secret value the server knows or a credential shape. A refusal
 //! names the file and the kind, never the value. The checked bytes are copied into a private
 //! staging directory, so what is uploaded is exactly what was checked.
@@ -15,7 +15,7 @@ use crate::secret_guard::SecretGuard;
 /// Why a file name marks a secret file, if it does.
 pub fn secret_file_name(name: &str) -> Option<&'static str> {
     let lower = name.to_ascii_lowercase();
-    if lower == ".env" || lower.starts_with(".env.") || lower.ends_with(".env") {
+    if lower.starts_with(".env") || lower.ends_with(".env") {
         Some("an environment file (.env)")
     } else if lower == ".netrc" || lower == "_netrc" {
         Some("a .netrc credentials file")
@@ -23,7 +23,7 @@ pub fn secret_file_name(name: &str) -> Option<&'static str> {
         Some("an SSH key file (id_*)")
     } else if lower.ends_with(".pem") || lower.ends_with(".key") || lower.ends_with(".p12") {
         Some("a key or certificate file (*.pem)")
-    } else if lower.starts_with("credentials") {
+    } else if lower.contains("credentials") {
         Some("a credentials file")
     } else {
         None
@@ -104,7 +104,7 @@ pub fn stage(
         Ok(_) => Ok(StagedUpload { dir, files }),
         Err(FileError::TooLarge { len, max, .. }) if len > max && max == max_files as u64 => {
             Err(format!(
-                "{} holds more than {max_files} files; upload a smaller folder.",
+                "{} holds more than {max_files} files and folders; upload a smaller folder.",
                 canonical.display()
             ))
         }
@@ -128,6 +128,13 @@ mod tests {
             "id_ed25519",
             "server.pem",
             "credentials.json",
+            ".envrc",
+            ".env-prod",
+            ".env_local",
+            ".ENV.Production",
+            ".git-credentials",
+            "aws_credentials",
+            "gcp-credentials.json",
         ] {
             assert!(secret_file_name(n).is_some(), "{n}");
         }

@@ -223,18 +223,14 @@ pub async fn serve(
         let requests = conn.requests();
         let app = app.clone();
         let service =
-            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                let busy = requests.begin();
+            hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                // Only an authenticated request marks the connection busy (`bearer_auth`), so a
+                // client that never authenticates cannot keep a connection from eviction.
+                req.extensions_mut().insert(requests.clone());
                 let app = app.clone();
                 async move {
                     let response = tower_call(app, req.map(axum::body::Body::new)).await;
-                    // The connection stays busy until the answer's last byte has been handed over.
-                    Ok::<_, Infallible>(response.map(|body| {
-                        axum::body::Body::new(body.map_frame(move |frame| {
-                            let _held = &busy;
-                            frame
-                        }))
-                    }))
+                    Ok::<_, Infallible>(response)
                 }
             });
         let connection = builder.serve_connection(TokioIo::new(stream), service);
@@ -276,7 +272,7 @@ async fn bearer_auth(
     next: Next,
 ) -> Response {
     let Some(expected) = token.as_ref() else {
-        return next.run(request).await;
+        return run_busy(request, next).await;
     };
     let presented = request
         .headers()
@@ -287,7 +283,7 @@ async fn bearer_auth(
     let ok = presented
         .is_some_and(|p| constant_time_eq(p.as_bytes(), expected.expose_secret().as_bytes()));
     if ok {
-        next.run(request).await
+        run_busy(request, next).await
     } else {
         let mut response = (
             StatusCode::UNAUTHORIZED,
@@ -299,6 +295,25 @@ async fn bearer_auth(
             HeaderValue::from_static("Bearer realm=\"factory-mcp\""),
         );
         response
+    }
+}
+
+/// Run an authenticated request, its connection marked busy until the answer's last byte has
+/// been handed over.
+async fn run_busy(request: Request, next: Next) -> Response {
+    let busy = request
+        .extensions()
+        .get::<conns::Requests>()
+        .map(conns::Requests::begin);
+    let response = next.run(request).await;
+    match busy {
+        Some(busy) => response.map(|body| {
+            axum::body::Body::new(body.map_frame(move |frame| {
+                let _held = &busy;
+                frame
+            }))
+        }),
+        None => response,
     }
 }
 

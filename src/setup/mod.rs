@@ -457,7 +457,13 @@ fn run_inner(args: &SetupArgs, env: &Env) -> Result<String, String> {
         Some(_) => Some(backup(&path)?),
         None => None,
     };
-    write_atomic(&path, &merged.text)?;
+    // A user-scope file (~/.claude.json, ~/.codex/config.toml, ...) holds the user's other
+    // state and sometimes keys: a new one is owner-only. A project file is meant to be shared.
+    let new_mode = match scope {
+        Scope::User => 0o600,
+        Scope::Project => 0o644,
+    };
+    write_atomic(&path, &merged.text, new_mode)?;
     let verb = match merged.change {
         Change::Added => "added",
         _ => "replaced",
@@ -504,10 +510,12 @@ fn backup(path: &Path) -> Result<PathBuf, String> {
             PathBuf::from(format!("{base}.{n}"))
         };
         // create_new: never overwrite, even when racing another setup.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate)
+        // Owner-only until it takes the original's permissions (the file may hold a key).
+        match std::os::unix::fs::OpenOptionsExt::mode(
+            std::fs::OpenOptions::new().write(true).create_new(true),
+            0o600,
+        )
+        .open(&candidate)
         {
             Ok(mut f) => {
                 let bytes = std::fs::read(path)
@@ -542,8 +550,8 @@ fn backup(path: &Path) -> Result<PathBuf, String> {
 }
 
 /// Write `text` to `path` through a temporary file in the same directory and a rename, keeping
-/// the old file's permissions.
-fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+/// the old file's permissions; a new file gets `new_mode`.
+fn write_atomic(path: &Path, text: &str, new_mode: u32) -> Result<(), String> {
     let dir = path
         .parent()
         .ok_or_else(|| format!("{} has no parent directory", path.display()))?;
@@ -557,7 +565,7 @@ fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     } else {
         use std::os::unix::fs::PermissionsExt as _;
         tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .set_permissions(std::fs::Permissions::from_mode(new_mode))
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     tmp.write_all(text.as_bytes())

@@ -28,15 +28,53 @@ impl PollBudget {
 
     /// Reserves the next slot: the instant the caller may send its request (now, or later).
     pub fn reserve(&self, now: Instant) -> Instant {
-        let mut next = match self.next.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let tat = next.map_or(now, |t| t.max(now));
-        let allowed = tat.checked_sub(self.tolerance).unwrap_or(now).max(now);
+        let mut next = self.lock();
+        let (tat, allowed) = self.next_slot(&next, now);
         *next = Some(tat + self.every);
         allowed
     }
+
+    /// Reserves the next slot only when it falls before `deadline`; `None` (nothing reserved)
+    /// when the caller would have to wait past it.
+    pub fn reserve_before(&self, now: Instant, deadline: Instant) -> Option<Slot> {
+        let mut next = self.lock();
+        let (tat, at) = self.next_slot(&next, now);
+        if at >= deadline {
+            return None;
+        }
+        *next = Some(tat + self.every);
+        Some(Slot { at, tat })
+    }
+
+    /// Returns an unused slot (its caller was cancelled), when no later slot was reserved
+    /// since; otherwise the slots after it are already spaced and it simply goes unused.
+    pub fn give_back(&self, slot: Slot) {
+        let mut next = self.lock();
+        if *next == Some(slot.tat + self.every) {
+            *next = Some(slot.tat);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        match self.next.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// The next theoretical arrival time and the instant its request may go.
+    fn next_slot(&self, next: &Option<Instant>, now: Instant) -> (Instant, Instant) {
+        let tat = next.map_or(now, |t| t.max(now));
+        let allowed = tat.checked_sub(self.tolerance).unwrap_or(now).max(now);
+        (tat, allowed)
+    }
+}
+
+/// A reserved slot: its request may go at `at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub at: Instant,
+    tat: Instant,
 }
 
 impl Default for PollBudget {
@@ -61,5 +99,28 @@ mod tests {
         // After a quiet spell the burst is available again.
         let later = t0 + Duration::from_secs(10);
         assert_eq!(b.reserve(later), later);
+    }
+
+    #[test]
+    fn a_slot_past_the_deadline_or_given_back_reserves_nothing() {
+        let b = PollBudget::new(5.0, 1);
+        let t0 = Instant::now();
+        let first = b.reserve_before(t0, t0 + Duration::from_secs(1)).unwrap();
+        assert_eq!(first.at, t0);
+        // The next slot is at +200 ms: a deadline at +100 ms gets none, and takes nothing.
+        for _ in 0..5 {
+            assert_eq!(b.reserve_before(t0, t0 + Duration::from_millis(100)), None);
+        }
+        let second = b.reserve_before(t0, t0 + Duration::from_secs(1)).unwrap();
+        assert_eq!(second.at - t0, Duration::from_millis(200));
+        // A cancelled caller gives its slot back: the next caller gets the same instant.
+        b.give_back(second);
+        let again = b.reserve_before(t0, t0 + Duration::from_secs(1)).unwrap();
+        assert_eq!(again.at - t0, Duration::from_millis(200));
+        // Once a later slot is taken, an earlier one cannot be given back.
+        let later = b.reserve_before(t0, t0 + Duration::from_secs(1)).unwrap();
+        assert_eq!(later.at - t0, Duration::from_millis(400));
+        b.give_back(again);
+        assert_eq!(b.reserve(t0) - t0, Duration::from_millis(600));
     }
 }

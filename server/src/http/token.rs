@@ -4,7 +4,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use rand::TryRngCore;
@@ -25,18 +25,39 @@ pub fn default_token_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBu
     factory_policies::store::Store::default_dir(env).map(|dir| dir.join(TOKEN_FILE))
 }
 
-/// Read a bearer token from a file (surrounding whitespace ignored). Refused: a file that group
-/// or others may read or write, anything but a regular file, an empty or short token.
+/// Read a bearer token from a file (surrounding whitespace ignored). Refused: a symlink, anything
+/// but a regular file (opened without blocking, so a FIFO is refused at once), a file another user
+/// owns, a file that group or others may read or write, an empty or short token.
 pub fn read_token_file(path: &Path) -> Result<SecretString, String> {
     let cannot =
         |e: std::io::Error| format!("cannot read the auth token file {}: {e}", path.display());
-    let file = File::open(path).map_err(cannot)?;
+    // Never through a symlink, and never blocking: a FIFO at the path must not hang startup.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => format!(
+                "the auth token file {} is a symbolic link; point --auth-token-file at the file itself",
+                path.display()
+            ),
+            _ => cannot(e),
+        })?;
     // fstat on the open file: the checks apply to what is read, not to a name that may change.
     let meta = file.metadata().map_err(cannot)?;
     if !meta.is_file() {
         return Err(format!(
             "the auth token file {} is not a regular file",
             path.display()
+        ));
+    }
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if meta.uid() != euid {
+        return Err(format!(
+            "the auth token file {} is owned by another user (uid {}); use a token file you own",
+            path.display(),
+            meta.uid()
         ));
     }
     let mode = meta.permissions().mode() & 0o777;
@@ -223,5 +244,38 @@ mod tests {
         }
         let err = read_token_file(tmp.path()).unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
+        // A link to a good token file is refused: the file itself must be named.
+        fs::write(&path, "0123456789abcdef0123456789abcdef\n").unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        assert!(read_token_file(&path).is_ok());
+        let err = read_token_file(&link).unwrap_err();
+        assert!(err.contains("symbolic link"), "{err}");
+    }
+
+    #[test]
+    fn a_fifo_at_the_token_path_is_refused_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("http-token");
+        let made = std::process::Command::new("mkfifo")
+            .arg("-m")
+            .arg("600")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opening a FIFO for reading blocks until a writer appears unless O_NONBLOCK: run it on
+        // a thread so a regression fails below instead of hanging the suite.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_token_file(&p));
+        });
+        let result = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("reading a FIFO token path blocked");
+        let err = result.unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        assert!(load_or_create(&path).is_err());
     }
 }

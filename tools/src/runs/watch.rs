@@ -130,15 +130,22 @@ impl Pacer {
                 _ = tokio::time::sleep_until(due.into()) => {}
             }
         }
-        let slot = self.budget.reserve(Instant::now());
+        // A slot after the deadline is not reserved, and a cancelled wait gives its slot back.
+        let Some(slot) = self.budget.reserve_before(Instant::now(), self.deadline) else {
+            tokio::select! {
+                _ = call.ctx.ct.cancelled() => return Err(Cancelled),
+                _ = tokio::time::sleep_until(self.deadline.into()) => return Ok(Wait::Deadline),
+            }
+        };
         tokio::select! {
-            _ = call.ctx.ct.cancelled() => return Err(Cancelled),
-            _ = tokio::time::sleep_until(slot.min(self.deadline).into()) => {}
-        }
-        if slot >= self.deadline {
-            return Ok(Wait::Deadline);
+            _ = call.ctx.ct.cancelled() => {
+                self.budget.give_back(slot);
+                return Err(Cancelled);
+            }
+            _ = tokio::time::sleep_until(slot.at.into()) => {}
         }
         if call.ctx.ct.is_cancelled() {
+            self.budget.give_back(slot);
             return Err(Cancelled);
         }
         self.last = Some(Instant::now());
