@@ -1,4 +1,5 @@
-//! One pacing budget for all polling: every poll loop (`watch_run`) takes a slot from this
+//! One pacing budget for all polling: every poll loop (`watch_run`, `stop_run`'s wait for the
+//! report, the launch's wait for a new volume) takes a slot from this
 //! shared token bucket before each platform request, so many parallel waits together stay
 //! under one request rate instead of each keeping its own. A generic cell-rate bucket: a
 //! burst of `burst` requests, then one every `1/rate` seconds, slots handed out in order.
@@ -77,6 +78,18 @@ pub struct Slot {
     tat: Instant,
 }
 
+impl PollBudget {
+    /// Sleeps `wait`, then until a slot of the shared budget (when one falls before `deadline`;
+    /// otherwise until the deadline, reserving nothing). For poll loops that sleep between reads.
+    pub async fn pace(&self, wait: Duration, deadline: tokio::time::Instant) {
+        tokio::time::sleep_until((tokio::time::Instant::now() + wait).min(deadline)).await;
+        match self.reserve_before(Instant::now(), deadline.into_std()) {
+            Some(slot) => tokio::time::sleep_until(slot.at.into()).await,
+            None => tokio::time::sleep_until(deadline).await,
+        }
+    }
+}
+
 impl Default for PollBudget {
     /// 5 requests per second for the whole server, bursts of 10.
     fn default() -> Self {
@@ -99,6 +112,29 @@ mod tests {
         // After a quiet spell the burst is available again.
         let later = t0 + Duration::from_secs(10);
         assert_eq!(b.reserve(later), later);
+    }
+
+    #[tokio::test]
+    async fn pace_takes_a_slot_and_a_poll_past_its_deadline_takes_none() {
+        // One slot per 100 s: the first poll takes the burst slot at once.
+        let b = PollBudget::new(0.01, 1);
+        let t0 = Instant::now();
+        b.pace(
+            Duration::ZERO,
+            tokio::time::Instant::now() + Duration::from_secs(5),
+        )
+        .await;
+        // The next slot is 100 s away: a poll whose deadline is sooner returns at its deadline
+        // (a few milliseconds) and reserves nothing ...
+        b.pace(
+            Duration::ZERO,
+            tokio::time::Instant::now() + Duration::from_millis(5),
+        )
+        .await;
+        // ... so the next caller still gets the slot 100 s after the first.
+        let next = b.reserve(Instant::now());
+        assert!(next >= t0 + Duration::from_secs(99), "{:?}", next - t0);
+        assert!(next <= t0 + Duration::from_secs(101), "{:?}", next - t0);
     }
 
     #[test]

@@ -133,6 +133,6 @@ pub(super) async fn ensure_volume(
                 }
             }
         }
-        tokio::time::sleep(state.limits.volume_poll).await;
+        state.polls.pace(state.limits.volume_poll, deadline).await;
     }
 }

@@ -362,10 +362,6 @@ pub async fn report_when_synced(
         if (report.terminal && report.outputs_synced) || tokio::time::Instant::now() >= deadline {
             return Ok(report);
         }
-        let wait = state
-            .limits
-            .stop_poll
-            .min(deadline - tokio::time::Instant::now());
-        tokio::time::sleep(wait).await;
+        state.polls.pace(state.limits.stop_poll, deadline).await;
     }
 }
