@@ -374,8 +374,13 @@ async fn parallel_watches_share_one_polling_budget() {
     let w = World::new().await;
     let run = w.create_run(0, "watched", 1000, None).await;
     w.advance(30);
-    let c = w.client(0, &[], Era::Modern).await;
-    let path = format!("/api/v1/training/runs/{run}");
+    // Watches that each poll every 100 ms (the hidden test knob): alone, 150 of them would read
+    // the run thousands of times in 6 s; the shared budget (8 per poll interval: 80/s) bounds
+    // them all together.
+    let mut env = w.env(0);
+    env.push(("FACTORY_MCP_WATCH_POLL_MS".into(), "100".into()));
+    let c = w.client_with_env(env, &[], Era::Modern).await;
+    let path = format!("/api/v1/rft/runs/{run}");
     let before = w
         .sandbox
         .request_log()
@@ -394,7 +399,7 @@ async fn parallel_watches_share_one_polling_budget() {
         .filter(|r| r.path == path)
         .count()
         - before;
-    // 150 first reads + 6 s × 5/s + a burst of 10, with room for rounding.
-    assert!(reads <= 150 + 30 + 10 + 10, "{reads} run reads in 6 s");
+    // 150 first reads + 6 s × 80/s + a burst of 10, with room for rounding.
+    assert!(reads <= 150 + 480 + 10 + 40, "{reads} run reads in 6 s");
     c.cancel().await.unwrap();
 }
