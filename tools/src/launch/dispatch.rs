@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::{
     PlanBody,
-    reconcile::{dedup_out, reconcile, settle_found},
+    reconcile::{dedup_out, reconcile, record_reconciled},
     request::{WireRequest, wire_request},
     run::LaunchOut,
     volumes::ensure_volume,
@@ -220,17 +220,9 @@ async fn lost_answer(
     )
     .await;
     if let Ok(Some(run)) = reconcile(state, platform, &plan.id, body).await {
-        let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd});
-        settle_found(store, &plan.id, &run.id, &details).await;
-        audit(
-            state,
-            "launch_run",
-            "reconciled",
-            Some(&plan.id),
-            Some(&run.id),
-            json!({}),
-        )
-        .await;
+        // The same journal details as a direct dispatch: a run whose answer was lost keeps its
+        // step budget for the watchdog.
+        let details = record_reconciled(state, store, &plan.id, &run.id, body).await;
         let mut out = dedup_out(state, &plan.id, &run.id, Some(&run), &details);
         out.deduplicated = false;
         return Ok(Outcome::done(

@@ -117,17 +117,7 @@ pub(super) async fn settle_existing(
         Existing::Reconcile { in_flight } => in_flight,
     };
     if let Some(run) = reconcile(state, platform, &plan.id, body).await? {
-        let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd, "max_steps": body.max_steps});
-        settle_found(store, &plan.id, &run.id, &details).await;
-        audit(
-            state,
-            "launch_run",
-            "reconciled",
-            Some(&plan.id),
-            Some(&run.id),
-            json!({}),
-        )
-        .await;
+        let details = record_reconciled(state, store, &plan.id, &run.id, body).await;
         return Ok(Some(Outcome::done(
             format!(
                 "Plan {} had already created run {} (found by reconciliation): nothing new was dispatched",
@@ -161,6 +151,29 @@ pub(super) async fn settle_existing(
 /// record: when its holder died (the lease expired) this process takes the lease over first;
 /// when the holder is alive it records the run itself. Either way the run exists, so a journal
 /// refusal is logged, never turned into an error that would hide it.
+/// Journal and audit a run found by reconciliation, with the same details a direct dispatch
+/// records (the rate for spend, `max_steps` for the watchdog's step budget); returns them.
+pub(super) async fn record_reconciled(
+    state: &AppState,
+    store: &dyn StateStore,
+    plan_id: &str,
+    run_id: &str,
+    body: &PlanBody,
+) -> Value {
+    let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd, "max_steps": body.max_steps});
+    settle_found(store, plan_id, run_id, &details).await;
+    audit(
+        state,
+        "launch_run",
+        "reconciled",
+        Some(plan_id),
+        Some(run_id),
+        json!({}),
+    )
+    .await;
+    details
+}
+
 pub(super) async fn settle_found(
     store: &dyn StateStore,
     plan_id: &str,
