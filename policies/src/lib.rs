@@ -3,7 +3,8 @@
 //! (`launch`), duplicates and repeated failures (`duplicates`), what the assistant may
 //! override (`overrides`), which secrets a run may receive (`forwarding`), who confirms through
 //! which channel (`confirmation`), the dispatch settle rules (`dispatch`) and the lifecycle
-//! preconditions (`lifecycle`). Plus the state store (`store`: plans, approvals, the dispatch
+//! preconditions (`lifecycle`), and the watchdog's stall, limit and action decisions
+//! (`watchdog`). Plus the state store (`store`: plans, approvals, the dispatch
 //! and volume journal, nonces, the audit log), race-free reads and writes of the files tools
 //! touch (`files`, `upload`), and who may run a config checker with which environment
 //! (`checkers`) — the only I/O here.
@@ -27,6 +28,7 @@ pub mod secret_guard;
 pub mod store;
 pub mod untrusted;
 pub mod upload;
+pub mod watchdog;
 
 pub use detect::{is_placeholder, looks_opaque};
 pub use mask::mask_key;

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use factory_platform::TeamScope;
 use factory_platform::transfer::{RemoteObject, RouteKind, S3Transfer};
 use factory_platform::wire::runs::{Checkpoint, RlRun};
 use factory_platform::wire::volumes::TransferMode;
+use factory_platform::{PlatformClient, TeamScope};
 use rmcp::model::ProgressNotificationParam;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -250,32 +250,7 @@ async fn fetch_checkpoint(
         .await
         .map_err(|e| platform_error(&format!("list checkpoints of run {}", run.id), &e))?
         .checkpoints;
-    let ck = match args.step {
-        Some(step) => checkpoints.iter().find(|c| c.step == step).ok_or_else(|| {
-            ToolError::new(format!(
-                "Run {} has no checkpoint at step {step}; it has {}.",
-                run.id,
-                steps_list(&checkpoints)
-            ))
-        })?,
-        None => checkpoints
-            .iter()
-            .filter(|c| c.status == "READY")
-            .max_by_key(|c| c.step)
-            .ok_or_else(|| {
-                ToolError::new(format!(
-                    "Run {} has no READY checkpoint yet ({}); get_progress shows its steps — call again later.",
-                    run.id,
-                    steps_list(&checkpoints)
-                ))
-            })?,
-    };
-    if ck.status != "READY" {
-        return Err(ToolError::new(format!(
-            "The checkpoint at step {} of run {} is {}, not READY; call again when it is (list_checkpoints shows it).",
-            ck.step, run.id, ck.status
-        )));
-    }
+    let ck = pick_checkpoint(&run.id, &checkpoints, args.step)?;
     let dest_root = state
         .workspace()?
         .resolve_for_write(&args.dest_dir)
@@ -297,44 +272,7 @@ async fn fetch_checkpoint(
         .list(&remote_dir)
         .await
         .map_err(|e| transfer_error(&format!("list {remote_dir} on volume {volume}"), e))?;
-    let mut plan: Vec<(String, RemoteObject)> = Vec::new();
-    for o in listed {
-        let Some(rel) = o.path.strip_prefix(&remote_dir).map(str::to_string) else {
-            continue;
-        };
-        if rel.is_empty() || rel.ends_with('/') {
-            continue;
-        }
-        if let Some(filter) = &args.paths
-            && !filter.iter().any(|p| {
-                rel == p.trim_matches('/') || rel.starts_with(&format!("{}/", p.trim_matches('/')))
-            })
-        {
-            continue;
-        }
-        plan.push((rel, o));
-    }
-    if plan.is_empty() {
-        return Err(ToolError::new(format!(
-            "No files{} under {remote_dir} on volume {volume}; list_checkpoints shows the run's checkpoints.",
-            if args.paths.is_some() {
-                " matching `paths`"
-            } else {
-                ""
-            }
-        )));
-    }
-    if plan.len() > MAX_FILES {
-        return Err(ToolError::new(format!(
-            "{} files under {remote_dir}: more than {MAX_FILES}; pass `paths` to fetch part of it.",
-            plan.len()
-        )));
-    }
-    let (dest_dir, staging) = crate::transfers::open(&state, &local_dir)?;
-
-    let total: u64 = plan.iter().map(|(_, o)| o.size).sum();
-    let started = Instant::now();
-    let counter = AtomicU64::new(0);
+    let plan = files_to_fetch(listed, &remote_dir, &volume, args.paths.as_deref())?;
     let mut out = FetchCheckpointOut {
         run_id: run.id.clone(),
         step: ck.step,
@@ -352,8 +290,120 @@ async fn fetch_checkpoint(
         files: Vec::new(),
         cancelled: false,
     };
+    download_all(&state, &s3, &plan, &local_dir, ck.step, &call, &mut out).await?;
+    out.credential_refreshes = s3.refreshes();
+    let summary = format!(
+        "Checkpoint step {} of run {}: {} file(s), {} bytes in {} ({} downloaded, {} already complete){}",
+        ck.step,
+        run.id,
+        out.downloaded + out.skipped,
+        out.bytes,
+        out.local_dir,
+        out.downloaded,
+        out.skipped,
+        if out.cancelled {
+            "; cancelled, call again to resume"
+        } else {
+            ""
+        }
+    );
+    Ok(Outcome::done(summary, out))
+}
+
+/// The checkpoint asked for: at `step`, or the newest READY one; it must be READY.
+fn pick_checkpoint<'a>(
+    run_id: &str,
+    checkpoints: &'a [Checkpoint],
+    step: Option<i64>,
+) -> Result<&'a Checkpoint, ToolError> {
+    let ck = match step {
+        Some(step) => checkpoints.iter().find(|c| c.step == step).ok_or_else(|| {
+            ToolError::new(format!(
+                "Run {run_id} has no checkpoint at step {step}; it has {}.",
+                steps_list(checkpoints)
+            ))
+        })?,
+        None => checkpoints
+            .iter()
+            .filter(|c| c.status == "READY")
+            .max_by_key(|c| c.step)
+            .ok_or_else(|| {
+                ToolError::new(format!(
+                    "Run {run_id} has no READY checkpoint yet ({}); get_progress shows its steps — call again later.",
+                    steps_list(checkpoints)
+                ))
+            })?,
+    };
+    if ck.status != "READY" {
+        return Err(ToolError::new(format!(
+            "The checkpoint at step {} of run {run_id} is {}, not READY; call again when it is (list_checkpoints shows it).",
+            ck.step, ck.status
+        )));
+    }
+    Ok(ck)
+}
+
+/// The files under `remote_dir` to fetch (relative path, object), narrowed by `paths`; at
+/// least one and at most [`MAX_FILES`].
+fn files_to_fetch(
+    listed: Vec<RemoteObject>,
+    remote_dir: &str,
+    volume: &str,
+    paths: Option<&[String]>,
+) -> Result<Vec<(String, RemoteObject)>, ToolError> {
+    let mut plan: Vec<(String, RemoteObject)> = Vec::new();
+    for o in listed {
+        let Some(rel) = o.path.strip_prefix(remote_dir).map(str::to_string) else {
+            continue;
+        };
+        if rel.is_empty() || rel.ends_with('/') {
+            continue;
+        }
+        if let Some(filter) = paths
+            && !filter.iter().any(|p| {
+                rel == p.trim_matches('/') || rel.starts_with(&format!("{}/", p.trim_matches('/')))
+            })
+        {
+            continue;
+        }
+        plan.push((rel, o));
+    }
+    if plan.is_empty() {
+        return Err(ToolError::new(format!(
+            "No files{} under {remote_dir} on volume {volume}; list_checkpoints shows the run's checkpoints.",
+            if paths.is_some() {
+                " matching `paths`"
+            } else {
+                ""
+            }
+        )));
+    }
+    if plan.len() > MAX_FILES {
+        return Err(ToolError::new(format!(
+            "{} files under {remote_dir}: more than {MAX_FILES}; pass `paths` to fetch part of it.",
+            plan.len()
+        )));
+    }
+    Ok(plan)
+}
+
+/// Download every planned file into `local_dir` (staged, then published atomically), skipping
+/// files already complete; stops early when the client cancels. Fills `out`'s counts.
+async fn download_all(
+    state: &AppState,
+    s3: &S3Transfer,
+    plan: &[(String, RemoteObject)],
+    local_dir: &Path,
+    step: i64,
+    call: &Call,
+    out: &mut FetchCheckpointOut,
+) -> Result<(), ToolError> {
+    let (dest_dir, staging) = crate::transfers::open(state, local_dir)?;
+    let total: u64 = plan.iter().map(|(_, o)| o.size).sum();
+    let started = Instant::now();
+    let counter = AtomicU64::new(0);
     let mut skipped_bytes = 0u64;
-    for (rel, obj) in &plan {
+    for (rel, obj) in plan {
         let Some(rel_path) = safe_relative(rel) else {
             continue;
         };
@@ -368,7 +418,7 @@ async fn fetch_checkpoint(
             continue;
         }
         let result =
-            download_with_progress(&s3, obj, &staged, &counter, &call, skipped_bytes, total).await;
+            download_with_progress(s3, obj, &staged, &counter, call, skipped_bytes, total).await;
         match result {
             None => {
                 out.cancelled = true;
@@ -377,8 +427,7 @@ async fn fetch_checkpoint(
             Some(Err(e)) => {
                 return Err(transfer_error(
                     &format!(
-                        "download {rel} of step {} (files finished so far are kept; call again to resume)",
-                        ck.step
+                        "download {rel} of step {step} (files finished so far are kept; call again to resume)"
                     ),
                     e,
                 ));
@@ -406,23 +455,7 @@ async fn fetch_checkpoint(
     } else {
         0.0
     };
-    out.credential_refreshes = s3.refreshes();
-    let summary = format!(
-        "Checkpoint step {} of run {}: {} file(s), {} bytes in {} ({} downloaded, {} already complete){}",
-        ck.step,
-        run.id,
-        out.downloaded + out.skipped,
-        out.bytes,
-        out.local_dir,
-        out.downloaded,
-        out.skipped,
-        if out.cancelled {
-            "; cancelled, call again to resume"
-        } else {
-            ""
-        }
-    );
-    Ok(Outcome::done(summary, out))
+    Ok(())
 }
 
 fn push_file(
@@ -594,26 +627,21 @@ async fn upload_to_volume(
         )));
     }
     let platform = state.platform()?;
+    let volume = args.volume.as_str();
     // Reads (what exists already) go through a get route, as the CLI plans a put.
-    let reads = match platform
-        .open_volume_transfer(&args.volume, TransferMode::Get, &remote_dir, &scope)
-        .await
-        .map_err(|e| transfer_error(&format!("open a transfer on volume {}", args.volume), e))?
-    {
-        RouteKind::S3(s) => s,
-        RouteKind::SessionOnly { .. } => {
-            return Err(ssh_only(
-                &args.volume,
-                &format!("{remote_dir}/"),
-                &src,
-                true,
-            ));
-        }
-    };
+    let reads = s3_route(
+        platform,
+        volume,
+        TransferMode::Get,
+        &remote_dir,
+        &scope,
+        &src,
+    )
+    .await?;
     let existing: Vec<String> = reads
         .list(&remote_dir)
         .await
-        .map_err(|e| transfer_error(&format!("list {remote_dir} on volume {}", args.volume), e))?
+        .map_err(|e| transfer_error(&format!("list {remote_dir} on volume {volume}"), e))?
         .into_iter()
         .map(|o| o.path)
         .collect();
@@ -624,68 +652,26 @@ async fn upload_to_volume(
         .collect();
     if !clashes.is_empty() && !overwrite {
         return Err(ToolError::new(format!(
-            "{} file(s) already exist under {remote_dir}/ on volume {} (e.g. {}); pass `overwrite: true` to replace them, or choose another remote_dir.",
+            "{} file(s) already exist under {remote_dir}/ on volume {volume} (e.g. {}); pass `overwrite: true` to replace them, or choose another remote_dir.",
             clashes.len(),
-            args.volume,
             clashes[0]
         )));
     }
-    let writes = match platform
-        .open_volume_transfer(&args.volume, TransferMode::Put, &remote_dir, &scope)
-        .await
-        .map_err(|e| transfer_error(&format!("open an upload to volume {}", args.volume), e))?
-    {
-        RouteKind::S3(s) => s,
-        RouteKind::SessionOnly { .. } => {
-            return Err(ssh_only(
-                &args.volume,
-                &format!("{remote_dir}/"),
-                &src,
-                true,
-            ));
-        }
-    };
-    let total: u64 = plan
-        .iter()
-        .filter_map(|(p, _)| std::fs::metadata(p).ok().map(|m| m.len()))
-        .sum();
-    let mut done = 0u64;
-    let mut files = Vec::new();
-    let mut result: Result<(), ToolError> = Ok(());
-    for (path, rel) in &plan {
-        if call.ctx.ct.is_cancelled() {
-            result = Err(ToolError::new(
-                "The upload was cancelled; files sent so far stay on the volume. Call again with `overwrite: true` to finish it.",
-            ));
-            break;
-        }
-        let key = format!("{remote_dir}/{rel}");
-        match writes.upload(path, &key).await {
-            Ok(n) => {
-                done += n;
-                if files.len() < MAX_LISTED {
-                    files.push(UploadedFile {
-                        replaced: existing.contains(&key),
-                        path: key,
-                        bytes: n,
-                    });
-                }
-                notify(&call, done, total, format!("{done} of {total} bytes")).await;
-            }
-            Err(e) => {
-                result = Err(transfer_error(
-                    &format!("upload {rel} to volume {}", args.volume),
-                    e,
-                ));
-                break;
-            }
-        }
-    }
+    let writes = s3_route(
+        platform,
+        volume,
+        TransferMode::Put,
+        &remote_dir,
+        &scope,
+        &src,
+    )
+    .await?;
+    let sent = send_all(&writes, &plan, &remote_dir, &existing, volume, &call).await;
     // The lease is released however the upload ended (it would expire on its own).
     if let Err(e) = writes.release().await {
         tracing::debug!("upload lease not released: {e}");
     }
-    result?;
+    let (done, files) = sent?;
     let out = UploadOut {
         volume: args.volume.clone(),
         remote_dir: format!("{remote_dir}/"),
@@ -705,6 +691,72 @@ async fn upload_to_volume(
         ),
         out,
     ))
+}
+
+/// The S3 route of a transfer on `volume` under `remote_dir`; a volume that offers only an SSH
+/// session is refused with the CLI command to use instead.
+async fn s3_route(
+    platform: &PlatformClient,
+    volume: &str,
+    mode: TransferMode,
+    remote_dir: &str,
+    scope: &TeamScope,
+    src: &Path,
+) -> Result<S3Transfer, ToolError> {
+    let what = match mode {
+        TransferMode::Put => "open an upload to",
+        TransferMode::Get => "open a transfer on",
+    };
+    match platform
+        .open_volume_transfer(volume, mode, remote_dir, scope)
+        .await
+        .map_err(|e| transfer_error(&format!("{what} volume {volume}"), e))?
+    {
+        RouteKind::S3(s) => Ok(s),
+        RouteKind::SessionOnly { .. } => {
+            Err(ssh_only(volume, &format!("{remote_dir}/"), src, true))
+        }
+    }
+}
+
+/// Upload every planned file under `remote_dir`, with progress; stops at the first failure or
+/// when the client cancels. The bytes sent and the files listed.
+async fn send_all(
+    writes: &S3Transfer,
+    plan: &[(PathBuf, String)],
+    remote_dir: &str,
+    existing: &[String],
+    volume: &str,
+    call: &Call,
+) -> Result<(u64, Vec<UploadedFile>), ToolError> {
+    let total: u64 = plan
+        .iter()
+        .filter_map(|(p, _)| std::fs::metadata(p).ok().map(|m| m.len()))
+        .sum();
+    let mut done = 0u64;
+    let mut files = Vec::new();
+    for (path, rel) in plan {
+        if call.ctx.ct.is_cancelled() {
+            return Err(ToolError::new(
+                "The upload was cancelled; files sent so far stay on the volume. Call again with `overwrite: true` to finish it.",
+            ));
+        }
+        let key = format!("{remote_dir}/{rel}");
+        let n = writes
+            .upload(path, &key)
+            .await
+            .map_err(|e| transfer_error(&format!("upload {rel} to volume {volume}"), e))?;
+        done += n;
+        if files.len() < MAX_LISTED {
+            files.push(UploadedFile {
+                replaced: existing.contains(&key),
+                path: key,
+                bytes: n,
+            });
+        }
+        notify(call, done, total, format!("{done} of {total} bytes")).await;
+    }
+    Ok((done, files))
 }
 
 #[cfg(test)]

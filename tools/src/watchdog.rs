@@ -7,7 +7,11 @@
 
 use chrono::{DateTime, Utc};
 use factory_platform::{PlatformClient, wire::runs::RlRun};
-use factory_policies::{GuardAction, launch, store::DispatchState};
+use factory_policies::{
+    GuardAction, launch,
+    store::{AuditEvent, DispatchState},
+    watchdog,
+};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -83,153 +87,21 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
         .await
         .map_err(|e| platform_error("list models for rates", &e))?;
     let active = active_spend(state, &runs, &models).await;
-    let g = &state.policy.guard;
-    let action = g.action;
-
-    // Step budgets declared by the runs we launched.
-    let dispatched = match state.store() {
-        Ok(s) => s.dispatched_runs().await.unwrap_or_default(),
-        Err(_) => Vec::new(),
-    };
-    let budgets: Vec<(String, i64)> = dispatched
-        .into_iter()
-        .filter_map(|d| match d.state {
-            DispatchState::Dispatched { run_id, details } => details
-                .get("max_steps")
-                .and_then(Value::as_i64)
-                .map(|m| (run_id, m)),
-            _ => None,
-        })
-        .collect();
-
-    let mut flagged: Vec<(String, String)> = Vec::new();
-    for a in &active {
-        let Some(run) = runs.iter().find(|r| r.id == a.id) else {
-            continue;
-        };
-        let started = run
-            .started_at
-            .as_deref()
-            .and_then(parse_time)
-            .or_else(|| parse_time(&run.created_at));
-        let hours = started.map(|s| ((now - s).num_milliseconds().max(0) as f64) / 3_600_000.0);
-        if let (Some(max), Some(h)) = (g.max_wall_clock_hours, hours)
-            && h > max
-        {
-            flagged.push((
-                a.id.clone(),
-                format!("ran {h:.2} h; guard.max_wall_clock_hours is {max}"),
-            ));
-            continue;
-        }
-        if let (Some(max), Some(h), Some(rate)) = (g.max_run_cost_usd, hours, a.rate_per_hour_usd) {
-            let cost = rate * h;
-            if cost > max {
-                flagged.push((
-                    a.id.clone(),
-                    format!(
-                        "cost so far ${cost:.2} ({}${rate:.2}/h × {h:.2} h); guard.max_run_cost_usd is ${max:.2}",
-                        if a.estimated { "estimated " } else { "" }
-                    ),
-                ));
-                continue;
-            }
-        }
-        if let Some((_, budget)) = budgets.iter().find(|(id, _)| id == &a.id)
-            && let Ok(p) = platform.get_progress(&a.id).await
-            && let Some(step) = p.latest_step
-            && step > *budget
-        {
-            flagged.push((
-                a.id.clone(),
-                format!("at step {step}, past its declared max_steps {budget}"),
-            ));
-        }
-    }
-    // The active hourly cap: stop the newest runs first until the rest fit.
-    if let Some(cap) = state.policy.max_active_cost_per_hour_usd {
-        let mut remaining: Vec<&launch::ActiveRun> = active
-            .iter()
-            .filter(|a| !flagged.iter().any(|(id, _)| id == &a.id))
-            .collect();
-        remaining.sort_by_key(|a| std::cmp::Reverse(parse_time(&a.created_at)));
-        let mut total: f64 = remaining.iter().filter_map(|a| a.rate_per_hour_usd).sum();
-        for a in remaining {
-            if total <= cap {
-                break;
-            }
-            let rate = a.rate_per_hour_usd.unwrap_or(0.0);
-            flagged.push((
-                a.id.clone(),
-                format!("active runs cost ${total:.2}/h; max_active_cost_per_hour_usd is ${cap:.2} (newest run first)"),
-            ));
-            total -= rate;
-        }
-    }
-
-    let entries = match state.store() {
-        Ok(s) => s.audit_entries(10_000).await.unwrap_or_default(),
-        Err(_) => Vec::new(),
-    };
-    let acted_before: Vec<String> = entries
-        .into_iter()
-        .filter(|e| e.event.actor == "guard" && e.event.outcome == "acted")
-        .filter_map(|e| e.event.run_id)
-        .collect();
+    let flagged = flag_runs(state, platform, &runs, &active, now).await;
+    let acted_before = acted_before(state).await;
 
     let mut findings = Vec::new();
     for (id, reason) in flagged {
         let Some(run) = runs.iter().find(|r| r.id == id) else {
             continue;
         };
-        // Only a RUNNING run can be paused; a queued one is stopped.
-        let act = if action == GuardAction::Pause
-            && factory_policies::lifecycle::pause(&run.run_status())
-                == factory_policies::lifecycle::Pause::Go
-        {
-            GuardAction::Pause
-        } else {
-            GuardAction::Stop
-        };
+        let act = watchdog::action_for(state.policy.guard.action, &run.run_status());
         let outcome = if acted_before.contains(&id) {
             "already_acted".to_string()
         } else if dry_run {
             "would_act".to_string()
         } else {
-            let result = match act {
-                GuardAction::Stop => platform.stop_run(&id).await.map(|r| r.status),
-                GuardAction::Pause => platform.pause_run(&id).await.map(|r| r.status),
-            };
-            match result {
-                Ok(status) => {
-                    if let Ok(store) = state.store() {
-                        let _ = store
-                            .audit(
-                                &factory_policies::store::AuditEvent::new(
-                                    "guard",
-                                    act.as_str(),
-                                    "acted",
-                                )
-                                .run(&id)
-                                .detail(json!({"reason": reason, "status": status})),
-                            )
-                            .await;
-                    }
-                    "acted".to_string()
-                }
-                Err(e) => {
-                    audit(
-                        state,
-                        "guard",
-                        act.as_str(),
-                        None,
-                        Some(&id),
-                        json!({"reason": reason, "error": e.to_string()}),
-                    )
-                    .await;
-                    format!("failed: {e}")
-                }
-            }
+            act_on(state, platform, &id, act, &reason).await
         };
         findings.push(GuardFinding {
             run_id: id.clone(),
@@ -250,4 +122,126 @@ pub async fn sweep(state: &AppState, dry_run: bool) -> Result<SweepReport, ToolE
         findings,
         dry_run,
     })
+}
+
+/// The step budgets declared by the runs we launched (from the dispatch journal).
+async fn step_budgets(state: &AppState) -> Vec<(String, i64)> {
+    let dispatched = match state.store() {
+        Ok(s) => s.dispatched_runs().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    dispatched
+        .into_iter()
+        .filter_map(|d| match d.state {
+            DispatchState::Dispatched { run_id, details } => details
+                .get("max_steps")
+                .and_then(Value::as_i64)
+                .map(|m| (run_id, m)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The active runs the policy says to act on, each with its reason (`policies::watchdog`):
+/// each run's own limits and step budget, then the active hourly cap over the rest.
+async fn flag_runs(
+    state: &AppState,
+    platform: &PlatformClient,
+    runs: &[RlRun],
+    active: &[launch::ActiveRun],
+    now: DateTime<Utc>,
+) -> Vec<(String, String)> {
+    let budgets = step_budgets(state).await;
+    let mut flagged: Vec<(String, String)> = Vec::new();
+    for a in active {
+        let Some(run) = runs.iter().find(|r| r.id == a.id) else {
+            continue;
+        };
+        let started = run
+            .started_at
+            .as_deref()
+            .and_then(parse_time)
+            .or_else(|| parse_time(&run.created_at));
+        let hours = started.map(|s| ((now - s).num_milliseconds().max(0) as f64) / 3_600_000.0);
+        if let Some(reason) =
+            watchdog::over_limits(&state.policy.guard, hours, a.rate_per_hour_usd, a.estimated)
+        {
+            flagged.push((a.id.clone(), reason));
+            continue;
+        }
+        // The run's progress is read only for a run with a budget.
+        if let Some((_, budget)) = budgets.iter().find(|(id, _)| id == &a.id)
+            && let Ok(p) = platform.get_progress(&a.id).await
+            && let Some(step) = p.latest_step
+            && let Some(reason) = watchdog::past_step_budget(step, *budget)
+        {
+            flagged.push((a.id.clone(), reason));
+        }
+    }
+    if let Some(cap) = state.policy.max_active_cost_per_hour_usd {
+        let remaining: Vec<watchdog::Active<'_>> = active
+            .iter()
+            .filter(|a| !flagged.iter().any(|(id, _)| id == &a.id))
+            .map(|a| watchdog::Active {
+                id: &a.id,
+                created_at: parse_time(&a.created_at),
+                rate_per_hour_usd: a.rate_per_hour_usd,
+            })
+            .collect();
+        flagged.extend(watchdog::over_active_cap(cap, &remaining));
+    }
+    flagged
+}
+
+/// The runs an earlier sweep acted on: the audit log is the guard's memory across restarts.
+async fn acted_before(state: &AppState) -> Vec<String> {
+    let entries = match state.store() {
+        Ok(s) => s.audit_entries(10_000).await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    entries
+        .into_iter()
+        .filter(|e| e.event.actor == "guard" && e.event.outcome == "acted")
+        .filter_map(|e| e.event.run_id)
+        .collect()
+}
+
+/// Stop or pause one run, audited with its reason; the outcome as the report shows it.
+async fn act_on(
+    state: &AppState,
+    platform: &PlatformClient,
+    id: &str,
+    act: GuardAction,
+    reason: &str,
+) -> String {
+    let result = match act {
+        GuardAction::Stop => platform.stop_run(id).await.map(|r| r.status),
+        GuardAction::Pause => platform.pause_run(id).await.map(|r| r.status),
+    };
+    match result {
+        Ok(status) => {
+            if let Ok(store) = state.store() {
+                let _ = store
+                    .audit(
+                        &AuditEvent::new("guard", act.as_str(), "acted")
+                            .run(id)
+                            .detail(json!({"reason": reason, "status": status})),
+                    )
+                    .await;
+            }
+            "acted".to_string()
+        }
+        Err(e) => {
+            audit(
+                state,
+                "guard",
+                act.as_str(),
+                None,
+                Some(id),
+                json!({"reason": reason, "error": e.to_string()}),
+            )
+            .await;
+            format!("failed: {e}")
+        }
+    }
 }

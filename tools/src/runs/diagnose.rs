@@ -3,7 +3,11 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use factory_platform::{LogComponent, LogsQuery, PlatformError};
+use factory_platform::{
+    LogComponent, LogsQuery, PlatformClient, PlatformError,
+    wire::runs::{Checkpoint, ProgressResponse},
+};
+use factory_policies::watchdog::judge_stall;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,12 +26,6 @@ use super::*;
 /// ERROR lines kept per component, and characters per line.
 const ERROR_LINES: usize = 5;
 const ERROR_LINE_CHARS: usize = 600;
-/// Stall thresholds: a run is stalled when no step completed for ten times its own pace, and
-/// never before five minutes; before its first step, after thirty minutes of RUNNING.
-const STALL_PACE_FACTOR: f64 = 10.0;
-const STALL_FLOOR_S: f64 = 300.0;
-const STALL_FIRST_STEP_S: f64 = 1800.0;
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiagnoseArgs {
@@ -94,34 +92,6 @@ pub struct QueueState {
     pub runs_ahead: Option<i64>,
 }
 
-/// The stall judgement. The API has no per-step timestamps, so the pace is the run's own
-/// average: (lastUpdatedAt − startedAt) ÷ latestStep. "Now" is the newest of this server's
-/// clock, the platform's (its `Date` header) and every timestamp it reported for the run, so a platform clock ahead of
-/// ours never makes a healthy run look stalled.
-pub fn judge_stall(
-    started_at: Option<DateTime<Utc>>,
-    last_updated_at: Option<DateTime<Utc>>,
-    latest_step: Option<i64>,
-    now: DateTime<Utc>,
-) -> (Option<f64>, Option<f64>, Option<f64>, bool) {
-    let Some(since_ref) = last_updated_at.or(started_at) else {
-        return (None, None, None, false);
-    };
-    let since = ((now - since_ref).num_milliseconds() as f64 / 1000.0).max(0.0);
-    let pace = match (started_at, last_updated_at, latest_step) {
-        (Some(s), Some(l), Some(n)) if n > 0 && l > s => {
-            Some((l - s).num_milliseconds() as f64 / 1000.0 / n as f64)
-        }
-        _ => None,
-    };
-    let threshold = match (pace, latest_step) {
-        (Some(p), _) => (p * STALL_PACE_FACTOR).max(STALL_FLOOR_S),
-        (None, Some(n)) if n > 0 => STALL_FLOOR_S,
-        _ => STALL_FIRST_STEP_S,
-    };
-    (Some(since), pace, Some(threshold), since > threshold)
-}
-
 fn looks_like_oom(texts: &[&str]) -> bool {
     texts.iter().any(|t| {
         let l = t.to_ascii_lowercase();
@@ -185,57 +155,11 @@ pub(super) async fn diagnose_run(
     let run = fetch_run(&state, &args.run_id).await?;
     let platform = state.platform()?;
     let id = run.id.clone();
-    let status = run.status.to_ascii_uppercase();
-    let started = run.started_at.is_some() || !matches!(status.as_str(), "QUEUED" | "PENDING");
+    let status = run.run_status();
+    let started =
+        run.started_at.is_some() || !matches!(status, RunStatus::Queued | RunStatus::Pending);
 
-    // Components: the primary one (and SFT's online-eval pair), then env servers.
-    let mut components = Vec::new();
-    let mut log_targets: Vec<(LogComponent, &'static str, Option<String>)> = Vec::new();
-    let row = |c: &str| ComponentState {
-        component: c.into(),
-        env_name: None,
-        status: run.status.clone(),
-    };
-    let online_eval = run.is_sft()
-        && run
-            .run_config
-            .as_ref()
-            .and_then(|c| c.get("eval"))
-            .is_some_and(Value::is_object);
-    if run.is_sft() {
-        components.push(row("trainer"));
-        log_targets.push((LogComponent::Trainer, "trainer", None));
-        if online_eval {
-            components.push(row("orchestrator"));
-            components.push(row("inference"));
-            log_targets.push((LogComponent::Orchestrator, "orchestrator", None));
-        }
-    } else {
-        components.push(row("orchestrator"));
-        log_targets.push((LogComponent::Orchestrator, "orchestrator", None));
-        log_targets.push((LogComponent::Trainer, "trainer", None));
-        log_targets.push((LogComponent::Inference, "inference", None));
-    }
-    match platform.list_env_servers(&id).await {
-        Ok(servers) => {
-            for s in servers.env_servers {
-                if let Some(env) = &s.env_name
-                    && !log_targets
-                        .iter()
-                        .any(|(_, _, e)| e.as_deref() == Some(env.as_str()))
-                {
-                    log_targets.push((LogComponent::EnvServer, "env-server", Some(env.clone())));
-                }
-                components.push(ComponentState {
-                    component: "env-server".into(),
-                    env_name: s.env_name,
-                    status: s.status,
-                });
-            }
-        }
-        Err(e) => tracing::debug!(error = %e, "env servers unreadable while diagnosing"),
-    }
-
+    let (components, log_targets) = components_of(platform, &run).await;
     // The newest ERROR lines of each component, once the run has logs.
     let mut recent_errors = Vec::new();
     if started {
@@ -248,21 +172,16 @@ pub(super) async fn diagnose_run(
             .filter(|e| !e.lines.is_empty() || e.note.is_some())
             .collect();
     }
-
-    // Progress and checkpoints.
-    let progress = if started {
-        platform.get_progress(&id).await.ok()
-    } else {
-        None
-    };
-    let checkpoints = if started {
-        platform
+    let (progress, checkpoints) = if started {
+        let progress = platform.get_progress(&id).await.ok();
+        let checkpoints = platform
             .list_checkpoints(&id, None)
             .await
             .map(|c| c.checkpoints)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        (progress, checkpoints)
     } else {
-        Vec::new()
+        (None, Vec::new())
     };
     let latest_ready = checkpoints
         .iter()
@@ -278,127 +197,26 @@ pub(super) async fn diagnose_run(
             storage_url: c.storage_url.clone(),
             latest_ready_step: latest_ready.filter(|s| *s != c.step),
         });
-
-    // "Now": the newest of our clock and what the platform reported.
-    let last_updated = progress
-        .as_ref()
-        .and_then(|p| p.last_updated_at.as_deref())
-        .and_then(parse_ts);
-    let started_at = run.started_at.as_deref().and_then(parse_ts);
-    // The platform's own clock (its last `Date` header) when it sent one.
-    let mut now = platform
-        .server_time()
-        .map_or_else(Utc::now, |t| t.max(Utc::now()));
-    for t in [parse_ts(&run.updated_at), last_updated, started_at]
-        .into_iter()
-        .flatten()
-        .chain(checkpoints.iter().filter_map(|c| parse_ts(&c.created_at)))
-    {
-        now = now.max(t);
-    }
-    let latest_step = progress.as_ref().and_then(|p| p.latest_step);
-    let mut progress_state = ProgressState {
-        latest_step,
-        max_steps: run.max_steps,
-        last_updated_at: progress.as_ref().and_then(|p| p.last_updated_at.clone()),
-        ..ProgressState::default()
-    };
-    if status == "RUNNING" {
-        let (since, pace, threshold, stalled) =
-            judge_stall(started_at, last_updated, latest_step, now);
-        progress_state.seconds_since_progress = since.map(|s| s.round());
-        progress_state.seconds_per_step = pace.map(|p| (p * 10.0).round() / 10.0);
-        progress_state.stall_threshold_s = threshold;
-        progress_state.stalled = stalled;
-    }
+    let now = now_for(platform, &run, progress.as_ref(), &checkpoints);
+    let progress_state = progress_state(&run, &status, progress.as_ref(), now);
     let age_s = parse_ts(&run.created_at).map(|c| (now - c).num_seconds().max(0));
-
-    let queue = matches!(status.as_str(), "QUEUED" | "PENDING").then(|| QueueState {
+    let queue = matches!(status, RunStatus::Queued | RunStatus::Pending).then(|| QueueState {
         reason: run.queue_reason.clone(),
         runs_ahead: run.runs_ahead,
     });
-
-    // Verdict and advice.
     let failure_analysis = run.failure_analysis.as_ref().map(|f| FailureOut {
         root_cause: f.root_cause.clone(),
         evidence: f.evidence.clone(),
         confidence: f.confidence,
     });
-    let mut texts: Vec<&str> = Vec::new();
-    texts.extend(run.error_message.as_deref());
-    if let Some(f) = &run.failure_analysis {
-        texts.extend(f.root_cause.as_deref());
-        texts.extend(f.evidence.iter().map(String::as_str));
-    }
-    texts.extend(
-        recent_errors
-            .iter()
-            .flat_map(|e| e.lines.iter().map(String::as_str)),
+    let (verdict, next_action) = verdict(
+        &run,
+        &status,
+        looks_like_oom(&failure_texts(&run, &recent_errors)),
+        &progress_state,
+        latest_ready,
     );
-    let (verdict, next_action) = match status.as_str() {
-        "FAILED" if looks_like_oom(&texts) => (
-            "failed",
-            "The trainer ran out of GPU memory. Give it more memory: more trainer GPUs (deployment.num_train_gpus), a GPU type with more memory (list_gpus), a smaller model, or a smaller batch_size/seq_len; then validate_config and plan_run again (relaunch_after_failure: true).".to_string(),
-        ),
-        "FAILED" => (
-            "failed",
-            "Read the root cause and the ERROR lines above, fix the config, validate_config, then plan_run again (relaunch_after_failure: true). get_logs with component and level ERROR shows more.".to_string(),
-        ),
-        "QUEUED" | "PENDING" if status == "QUEUED" => (
-            "queued",
-            format!(
-                "Waiting for capacity{}{}. Wait with watch_run until_status RUNNING, or stop_run it and plan again with a GPU type that is available now (list_gpus).",
-                run.queue_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default(),
-                run.runs_ahead.map(|n| format!(" ({n} run(s) ahead)")).unwrap_or_default()
-            ),
-        ),
-        "PENDING" => (
-            "starting",
-            "The run is being scheduled. watch_run until_status RUNNING, then follow it with get_logs.".to_string(),
-        ),
-        "RUNNING" if progress_state.stalled => (
-            "stalled",
-            format!(
-                "No step has completed for {} s (the run's pace is {} per step). Read the newest logs (get_logs component trainer and orchestrator); if it stays stuck, stop_run it — a stalled run still bills GPU time{}.",
-                progress_state.seconds_since_progress.unwrap_or_default(),
-                progress_state
-                    .seconds_per_step
-                    .map(|p| format!("{p} s"))
-                    .unwrap_or_else(|| "unknown".into()),
-                latest_ready.map(|s| format!("; the checkpoint of step {s} is ready to resume from")).unwrap_or_default()
-            ),
-        ),
-        "RUNNING" if latest_step.is_none() => (
-            "starting",
-            "Running, no step completed yet (start-up: images and weights load). watch_run until_step 1.".to_string(),
-        ),
-        "RUNNING" => (
-            "healthy",
-            match (latest_step, run.max_steps, progress_state.seconds_per_step) {
-                (Some(s), Some(m), Some(p)) if m > s => format!(
-                    "Progressing at about {p} s per step: step {s} of {m}, about {} s left. watch_run to wait for it.",
-                    ((m - s) as f64 * p).round()
-                ),
-                _ => "Progressing. watch_run to wait for it; get_metrics shows the curve.".to_string(),
-            },
-        ),
-        "COMPLETED" => (
-            "completed",
-            "Completed. list_checkpoints (or fetch_checkpoint) for the weights, get_metrics for the curve, fetch_traces for the rollouts.".to_string(),
-        ),
-        "STOPPED" => (
-            "stopped",
-            "Stopped. Its checkpoints stay available (list_checkpoints); plan_run again to train more.".to_string(),
-        ),
-        "PAUSED" | "PAUSING" => (
-            "paused",
-            "Paused. resume_run makes a new run from it (billable: planned and confirmed like a launch).".to_string(),
-        ),
-        _ => (
-            "unknown",
-            "The platform reports a status this server does not know: get_run and get_logs show more.".to_string(),
-        ),
-    };
+    let latest_step = progress_state.latest_step;
     let summary = format!(
         "Run {id} is {} — {verdict}{}",
         run.status,
@@ -430,44 +248,265 @@ pub(super) async fn diagnose_run(
     ))
 }
 
+/// A log component to read ERROR lines from: which, its name in the answer, its env server.
+type LogTarget = (LogComponent, &'static str, Option<String>);
+
+/// The run's components (the primary one, SFT's online-eval pair, then env servers) and the
+/// logs to read for errors.
+async fn components_of(
+    platform: &PlatformClient,
+    run: &RlRun,
+) -> (Vec<ComponentState>, Vec<LogTarget>) {
+    let mut components = Vec::new();
+    let mut log_targets: Vec<LogTarget> = Vec::new();
+    let row = |c: &str| ComponentState {
+        component: c.into(),
+        env_name: None,
+        status: run.status.clone(),
+    };
+    let online_eval = run.is_sft()
+        && run
+            .run_config
+            .as_ref()
+            .and_then(|c| c.get("eval"))
+            .is_some_and(Value::is_object);
+    if run.is_sft() {
+        components.push(row("trainer"));
+        log_targets.push((LogComponent::Trainer, "trainer", None));
+        if online_eval {
+            components.push(row("orchestrator"));
+            components.push(row("inference"));
+            log_targets.push((LogComponent::Orchestrator, "orchestrator", None));
+        }
+    } else {
+        components.push(row("orchestrator"));
+        log_targets.push((LogComponent::Orchestrator, "orchestrator", None));
+        log_targets.push((LogComponent::Trainer, "trainer", None));
+        log_targets.push((LogComponent::Inference, "inference", None));
+    }
+    match platform.list_env_servers(&run.id).await {
+        Ok(servers) => {
+            for s in servers.env_servers {
+                if let Some(env) = &s.env_name
+                    && !log_targets
+                        .iter()
+                        .any(|(_, _, e)| e.as_deref() == Some(env.as_str()))
+                {
+                    log_targets.push((LogComponent::EnvServer, "env-server", Some(env.clone())));
+                }
+                components.push(ComponentState {
+                    component: "env-server".into(),
+                    env_name: s.env_name,
+                    status: s.status,
+                });
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, "env servers unreadable while diagnosing"),
+    }
+    (components, log_targets)
+}
+
+/// "Now": the newest of our clock, the platform's (its last `Date` header) and every timestamp
+/// it reported for the run.
+fn now_for(
+    platform: &PlatformClient,
+    run: &RlRun,
+    progress: Option<&ProgressResponse>,
+    checkpoints: &[Checkpoint],
+) -> DateTime<Utc> {
+    let mut now = platform
+        .server_time()
+        .map_or_else(Utc::now, |t| t.max(Utc::now()));
+    let last_updated = progress
+        .and_then(|p| p.last_updated_at.as_deref())
+        .and_then(parse_ts);
+    let started_at = run.started_at.as_deref().and_then(parse_ts);
+    for t in [parse_ts(&run.updated_at), last_updated, started_at]
+        .into_iter()
+        .flatten()
+        .chain(checkpoints.iter().filter_map(|c| parse_ts(&c.created_at)))
+    {
+        now = now.max(t);
+    }
+    now
+}
+
+/// Progress, and for a RUNNING run the stall judgement (`policies::watchdog::judge_stall`).
+fn progress_state(
+    run: &RlRun,
+    status: &RunStatus,
+    progress: Option<&ProgressResponse>,
+    now: DateTime<Utc>,
+) -> ProgressState {
+    let last_updated = progress
+        .and_then(|p| p.last_updated_at.as_deref())
+        .and_then(parse_ts);
+    let latest_step = progress.and_then(|p| p.latest_step);
+    let mut out = ProgressState {
+        latest_step,
+        max_steps: run.max_steps,
+        last_updated_at: progress.and_then(|p| p.last_updated_at.clone()),
+        ..ProgressState::default()
+    };
+    if *status == RunStatus::Running {
+        let started_at = run.started_at.as_deref().and_then(parse_ts);
+        let stall = judge_stall(started_at, last_updated, latest_step, now);
+        out.seconds_since_progress = stall.since_s.map(|s| s.round());
+        out.seconds_per_step = stall.pace_s.map(|p| (p * 10.0).round() / 10.0);
+        out.stall_threshold_s = stall.threshold_s;
+        out.stalled = stall.stalled;
+    }
+    out
+}
+
+/// Every text that may name the failure: the run's error, its failure analysis, ERROR lines.
+fn failure_texts<'a>(run: &'a RlRun, recent_errors: &'a [ComponentErrors]) -> Vec<&'a str> {
+    let mut texts: Vec<&str> = Vec::new();
+    texts.extend(run.error_message.as_deref());
+    if let Some(f) = &run.failure_analysis {
+        texts.extend(f.root_cause.as_deref());
+        texts.extend(f.evidence.iter().map(String::as_str));
+    }
+    texts.extend(
+        recent_errors
+            .iter()
+            .flat_map(|e| e.lines.iter().map(String::as_str)),
+    );
+    texts
+}
+
+/// The verdict and the advice for what to do next.
+fn verdict(
+    run: &RlRun,
+    status: &RunStatus,
+    out_of_memory: bool,
+    progress: &ProgressState,
+    latest_ready: Option<i64>,
+) -> (&'static str, String) {
+    match status {
+        RunStatus::Failed if out_of_memory => (
+            "failed",
+            "The trainer ran out of GPU memory. Give it more memory: more trainer GPUs (deployment.num_train_gpus), a GPU type with more memory (list_gpus), a smaller model, or a smaller batch_size/seq_len; then validate_config and plan_run again (relaunch_after_failure: true).".to_string(),
+        ),
+        RunStatus::Failed => (
+            "failed",
+            "Read the root cause and the ERROR lines above, fix the config, validate_config, then plan_run again (relaunch_after_failure: true). get_logs with component and level ERROR shows more.".to_string(),
+        ),
+        RunStatus::Queued => (
+            "queued",
+            format!(
+                "Waiting for capacity{}{}. Wait with watch_run until_status RUNNING, or stop_run it and plan again with a GPU type that is available now (list_gpus).",
+                run.queue_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default(),
+                run.runs_ahead.map(|n| format!(" ({n} run(s) ahead)")).unwrap_or_default()
+            ),
+        ),
+        RunStatus::Pending => (
+            "starting",
+            "The run is being scheduled. watch_run until_status RUNNING, then follow it with get_logs.".to_string(),
+        ),
+        RunStatus::Running if progress.stalled => (
+            "stalled",
+            format!(
+                "No step has completed for {} s (the run's pace is {} per step). Read the newest logs (get_logs component trainer and orchestrator); if it stays stuck, stop_run it — a stalled run still bills GPU time{}.",
+                progress.seconds_since_progress.unwrap_or_default(),
+                progress
+                    .seconds_per_step
+                    .map(|p| format!("{p} s"))
+                    .unwrap_or_else(|| "unknown".into()),
+                latest_ready.map(|s| format!("; the checkpoint of step {s} is ready to resume from")).unwrap_or_default()
+            ),
+        ),
+        RunStatus::Running if progress.latest_step.is_none() => (
+            "starting",
+            "Running, no step completed yet (start-up: images and weights load). watch_run until_step 1.".to_string(),
+        ),
+        RunStatus::Running => (
+            "healthy",
+            match (progress.latest_step, run.max_steps, progress.seconds_per_step) {
+                (Some(s), Some(m), Some(p)) if m > s => format!(
+                    "Progressing at about {p} s per step: step {s} of {m}, about {} s left. watch_run to wait for it.",
+                    ((m - s) as f64 * p).round()
+                ),
+                _ => "Progressing. watch_run to wait for it; get_metrics shows the curve.".to_string(),
+            },
+        ),
+        RunStatus::Completed => (
+            "completed",
+            "Completed. list_checkpoints (or fetch_checkpoint) for the weights, get_metrics for the curve, fetch_traces for the rollouts.".to_string(),
+        ),
+        RunStatus::Stopped => (
+            "stopped",
+            "Stopped. Its checkpoints stay available (list_checkpoints); plan_run again to train more.".to_string(),
+        ),
+        RunStatus::Paused | RunStatus::Pausing => (
+            "paused",
+            "Paused. resume_run makes a new run from it (billable: planned and confirmed like a launch).".to_string(),
+        ),
+        RunStatus::Other(_) => (
+            "unknown",
+            "The platform reports a status this server does not know: get_run and get_logs show more.".to_string(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn t(s: &str) -> DateTime<Utc> {
-        parse_ts(s).unwrap()
+    fn run(status: &str) -> RlRun {
+        serde_json::from_value(serde_json::json!({
+            "id": "r1", "name": "n", "userId": "u", "teamId": null, "rftClusterId": null,
+            "status": status, "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
+            "maxSteps": 100
+        }))
+        .unwrap()
     }
 
     #[test]
-    fn a_run_is_stalled_only_after_ten_times_its_own_pace_and_five_minutes() {
-        let start = Some(t("2026-01-01T00:00:00Z"));
-        // 10 steps in 100 s: 10 s/step; threshold max(100 s, 300 s) = 300 s.
-        let last = Some(t("2026-01-01T00:01:40Z"));
-        let (since, pace, thr, stalled) =
-            judge_stall(start, last, Some(10), t("2026-01-01T00:05:00Z"));
-        assert_eq!(
-            (since, pace, thr, stalled),
-            (Some(200.0), Some(10.0), Some(300.0), false)
+    fn each_status_gets_its_verdict() {
+        let p = ProgressState::default();
+        let v = |s: &str, oom: bool, p: &ProgressState| {
+            let r = run(s);
+            verdict(&r, &r.run_status(), oom, p, None).0
+        };
+        assert_eq!(v("FAILED", true, &p), "failed");
+        assert_eq!(v("QUEUED", false, &p), "queued");
+        assert_eq!(v("PENDING", false, &p), "starting");
+        assert_eq!(v("RUNNING", false, &p), "starting");
+        let stalled = ProgressState {
+            latest_step: Some(3),
+            stalled: true,
+            ..ProgressState::default()
+        };
+        assert_eq!(v("RUNNING", false, &stalled), "stalled");
+        let going = ProgressState {
+            latest_step: Some(3),
+            seconds_per_step: Some(2.0),
+            ..ProgressState::default()
+        };
+        assert_eq!(v("running", false, &going), "healthy");
+        assert_eq!(v("COMPLETED", false, &p), "completed");
+        assert_eq!(v("STOPPED", false, &p), "stopped");
+        assert_eq!(v("PAUSING", false, &p), "paused");
+        assert_eq!(v("REBALANCING", false, &p), "unknown");
+        // The advice names the fix for the failure it saw.
+        let r = run("FAILED");
+        assert!(
+            verdict(&r, &r.run_status(), true, &p, None)
+                .1
+                .contains("out of GPU memory")
         );
-        let (_, _, _, stalled) = judge_stall(start, last, Some(10), t("2026-01-01T00:06:41Z"));
-        assert!(stalled);
-        // A slow run (100 s/step) is judged against its own pace: 1000 s.
-        let last = Some(t("2026-01-01T00:16:40Z"));
-        let (_, _, thr, stalled) = judge_stall(start, last, Some(10), t("2026-01-01T00:30:00Z"));
-        assert_eq!(thr, Some(1000.0));
-        assert!(!stalled);
-        // A platform clock ahead of ours: progress "in the future" is not a stall.
-        let (since, _, _, stalled) = judge_stall(start, last, Some(10), t("2026-01-01T00:00:05Z"));
-        assert_eq!(since, Some(0.0));
-        assert!(!stalled);
-    }
-
-    #[test]
-    fn before_the_first_step_the_start_up_gets_thirty_minutes() {
-        let start = Some(t("2026-01-01T00:00:00Z"));
-        let (_, pace, thr, stalled) = judge_stall(start, None, None, t("2026-01-01T00:20:00Z"));
-        assert_eq!((pace, thr, stalled), (None, Some(1800.0), false));
-        let (_, _, _, stalled) = judge_stall(start, None, None, t("2026-01-01T00:31:00Z"));
-        assert!(stalled);
+        assert!(
+            !verdict(&r, &r.run_status(), false, &p, None)
+                .1
+                .contains("out of GPU memory")
+        );
+        // A healthy run's advice estimates the time left on its own pace: 97 steps × 2 s.
+        let r = run("RUNNING");
+        assert!(
+            verdict(&r, &r.run_status(), false, &going, None)
+                .1
+                .contains("about 194 s left")
+        );
     }
 }

@@ -120,20 +120,7 @@ pub(super) async fn get_logs(
     _call: Call,
 ) -> ToolResult<LogsOut> {
     check_id("run", &args.run_id)?;
-    let component = match (args.component, &args.env) {
-        (Some(c), Some(_)) if c != Component::EnvServer => {
-            return Err(ToolError::new(
-                "`env` selects env-server logs: drop `component` or set it to env-server.",
-            ));
-        }
-        (Some(Component::EnvServer), None) => {
-            return Err(ToolError::new(
-                "env-server logs need `env` (the environment name; get_components lists them).",
-            ));
-        }
-        (_, Some(_)) => Component::EnvServer,
-        (c, None) => c.unwrap_or(Component::Orchestrator),
-    };
+    let component = component_of(&args)?;
     if args.regex == Some(true) && args.search.is_none() {
         return Err(ToolError::new(
             "`regex: true` needs `search` (the pattern).",
@@ -195,32 +182,8 @@ pub(super) async fn get_logs(
         Ok(resp) => {
             // Redacted before anything else, so the cursor's hashes never see a secret.
             let text = state.redactor.redact(&resp.logs).into_owned();
-            let (lines, truncated, next, possibly_missed) = match cursor {
-                None => {
-                    let (lines, truncated) = bound_lines(&text, max_bytes);
-                    let mut next = LogCursor::new(&query_parts);
-                    next.advance(&lines);
-                    (lines, truncated, next, false)
-                }
-                Some(mut c) => {
-                    let all: Vec<String> = text.lines().map(str::to_string).collect();
-                    let (from, overlapped) = c.unseen_from(&all);
-                    // Oldest unseen lines first, so a later call continues where this one stops.
-                    let mut used = 0usize;
-                    let mut lines = Vec::new();
-                    for line in &all[from..] {
-                        let cost = line.len() + 1;
-                        if used + cost > max_bytes && !lines.is_empty() {
-                            break;
-                        }
-                        used += cost;
-                        lines.push(line.clone());
-                    }
-                    let truncated = from + lines.len() < all.len();
-                    c.advance(&lines);
-                    (lines, truncated, c, !overlapped)
-                }
-            };
+            let (lines, truncated, next, possibly_missed) =
+                select_lines(&text, cursor, max_bytes, &query_parts);
             let following = args.cursor.is_some();
             let summary = format!(
                 "{} {}{name} log line(s) of run {}{}{}",
@@ -279,6 +242,56 @@ pub(super) async fn get_logs(
             &format!("get logs of run {}", args.run_id),
             &e,
         )),
+    }
+}
+
+/// The component asked for: `env` means env-server logs; orchestrator by default.
+fn component_of(args: &LogsArgs) -> Result<Component, ToolError> {
+    match (args.component, &args.env) {
+        (Some(c), Some(_)) if c != Component::EnvServer => Err(ToolError::new(
+            "`env` selects env-server logs: drop `component` or set it to env-server.",
+        )),
+        (Some(Component::EnvServer), None) => Err(ToolError::new(
+            "env-server logs need `env` (the environment name; get_components lists them).",
+        )),
+        (_, Some(_)) => Ok(Component::EnvServer),
+        (c, None) => Ok(c.unwrap_or(Component::Orchestrator)),
+    }
+}
+
+/// The lines to answer with, whether some were left out, the cursor after them, and whether
+/// lines may have been missed. Without a cursor: the newest lines that fit. With one: the
+/// oldest unseen lines first, so a later call continues where this one stops.
+fn select_lines(
+    text: &str,
+    cursor: Option<LogCursor>,
+    max_bytes: usize,
+    query_parts: &[&str],
+) -> (Vec<String>, bool, LogCursor, bool) {
+    match cursor {
+        None => {
+            let (lines, truncated) = bound_lines(text, max_bytes);
+            let mut next = LogCursor::new(query_parts);
+            next.advance(&lines);
+            (lines, truncated, next, false)
+        }
+        Some(mut c) => {
+            let all: Vec<String> = text.lines().map(str::to_string).collect();
+            let (from, overlapped) = c.unseen_from(&all);
+            let mut used = 0usize;
+            let mut lines = Vec::new();
+            for line in &all[from..] {
+                let cost = line.len() + 1;
+                if used + cost > max_bytes && !lines.is_empty() {
+                    break;
+                }
+                used += cost;
+                lines.push(line.clone());
+            }
+            let truncated = from + lines.len() < all.len();
+            c.advance(&lines);
+            (lines, truncated, c, !overlapped)
+        }
     }
 }
 

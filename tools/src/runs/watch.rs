@@ -5,8 +5,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+use factory_platform::PlatformClient;
 use factory_platform::wire::runs::{ProgressResponse, RlRun, RunStatus};
-use rmcp::model::ProgressNotificationParam;
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -182,27 +183,7 @@ pub(super) async fn watch_run(
     call: Call,
 ) -> ToolResult<WatchOut> {
     check_id("run", &args.run_id)?;
-    let target = match (args.until_step, args.until_status) {
-        (Some(_), Some(_)) => {
-            return Err(ToolError::new(
-                "Give until_step or until_status, not both (neither: wait for the run to end).",
-            ));
-        }
-        (Some(n), None) if n < 1 => {
-            return Err(ToolError::new(format!(
-                "`until_step` must be 1 or more; got {n}"
-            )));
-        }
-        (Some(n), None) => Target::Step(n),
-        (None, Some(s)) => Target::Status(s),
-        (None, None) => Target::Terminal,
-    };
-    let timeout_s = args.timeout_s.unwrap_or(120);
-    if !(1..=MAX_WATCH_S).contains(&timeout_s) {
-        return Err(ToolError::new(format!(
-            "`timeout_s` must be between 1 and {MAX_WATCH_S}; got {timeout_s}. For longer waits call watch_run again."
-        )));
-    }
+    let (target, timeout_s) = target_of(&args)?;
     let platform = state.platform()?;
     let token = call.ctx.meta.get_progress_token();
     let need_steps = matches!(target, Target::Step(_)) || token.is_some();
@@ -238,40 +219,21 @@ pub(super) async fn watch_run(
         let status = r.status.clone();
         let terminal = r.is_terminal();
         let max_steps = r.max_steps;
-        run = Some(r);
         // Steps, when the target or the progress notifications need them and there can be any.
-        let started_running = !matches!(status.to_ascii_uppercase().as_str(), "QUEUED" | "PENDING");
+        let started_running = !matches!(r.run_status(), RunStatus::Queued | RunStatus::Pending);
+        run = Some(r);
         let done_early = verdict(target, &status, terminal, step);
         if need_steps && started_running && !matches!(done_early, Some("reached")) {
             match pacer.wait(&call).await.map_err(|_| cancelled(&id))? {
                 Wait::Deadline => break "timed_out",
                 Wait::Go => {}
             }
-            match abortable(&call, platform.get_progress(&id))
-                .await
-                .map_err(|_| cancelled(&id))?
-            {
-                Ok(ProgressResponse { latest_step, .. }) => {
-                    changed |= latest_step != step;
-                    step = latest_step.or(step);
-                }
-                // Progress is a nicety: a failed read does not end the wait.
-                Err(e) => tracing::debug!(error = %e, "progress read failed while watching"),
-            }
+            changed |= read_step(&call, platform, &id, &mut step).await?;
             if let (Some(tok), Some(s)) = (&token, step)
                 && notified.is_none_or(|n| s > n)
             {
                 notified = Some(s);
-                let mut p = ProgressNotificationParam::new(tok.clone(), s as f64).with_message(
-                    match max_steps {
-                        Some(m) => format!("step {s} of {m} ({status})"),
-                        None => format!("step {s} ({status})"),
-                    },
-                );
-                if let Some(m) = max_steps {
-                    p = p.with_total(m as f64);
-                }
-                let _ = call.ctx.peer.notify_progress(p).await;
+                notify_step(&call, tok, s, max_steps, &status).await;
             }
         }
         if let Some(why) = verdict(target, &status, terminal, step) {
@@ -288,8 +250,9 @@ pub(super) async fn watch_run(
         )));
     };
     let waited_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    let summary = summary_of(&id, reason, target, timeout_s, &r, step);
     let out = WatchOut {
-        run_id: id.clone(),
+        run_id: id,
         reason: reason.into(),
         target: target.describe(),
         status: r.status.clone(),
@@ -300,12 +263,93 @@ pub(super) async fn watch_run(
         waited_s,
         requests: pacer.requests,
     };
+    Ok(Outcome::done(summary, out))
+}
+
+/// What to wait for, and for how long (seconds), from the arguments.
+fn target_of(args: &WatchArgs) -> Result<(Target, u32), ToolError> {
+    let target = match (args.until_step, args.until_status) {
+        (Some(_), Some(_)) => {
+            return Err(ToolError::new(
+                "Give until_step or until_status, not both (neither: wait for the run to end).",
+            ));
+        }
+        (Some(n), None) if n < 1 => {
+            return Err(ToolError::new(format!(
+                "`until_step` must be 1 or more; got {n}"
+            )));
+        }
+        (Some(n), None) => Target::Step(n),
+        (None, Some(s)) => Target::Status(s),
+        (None, None) => Target::Terminal,
+    };
+    let timeout_s = args.timeout_s.unwrap_or(120);
+    if !(1..=MAX_WATCH_S).contains(&timeout_s) {
+        return Err(ToolError::new(format!(
+            "`timeout_s` must be between 1 and {MAX_WATCH_S}; got {timeout_s}. For longer waits call watch_run again."
+        )));
+    }
+    Ok((target, timeout_s))
+}
+
+/// Read the run's latest step into `step`; whether it changed. A failed read does not end the
+/// wait (progress is a nicety); a cancelled one does.
+async fn read_step(
+    call: &Call,
+    platform: &PlatformClient,
+    id: &str,
+    step: &mut Option<i64>,
+) -> Result<bool, ToolError> {
+    match abortable(call, platform.get_progress(id))
+        .await
+        .map_err(|_| cancelled(id))?
+    {
+        Ok(ProgressResponse { latest_step, .. }) => {
+            let changed = latest_step != *step;
+            *step = latest_step.or(*step);
+            Ok(changed)
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "progress read failed while watching");
+            Ok(false)
+        }
+    }
+}
+
+/// A progress notification for step `s` to a client that asked for them.
+async fn notify_step(
+    call: &Call,
+    token: &ProgressToken,
+    s: i64,
+    max_steps: Option<i64>,
+    status: &str,
+) {
+    let mut p =
+        ProgressNotificationParam::new(token.clone(), s as f64).with_message(match max_steps {
+            Some(m) => format!("step {s} of {m} ({status})"),
+            None => format!("step {s} ({status})"),
+        });
+    if let Some(m) = max_steps {
+        p = p.with_total(m as f64);
+    }
+    let _ = call.ctx.peer.notify_progress(p).await;
+}
+
+/// The one-line answer: why the wait ended, and where the run is.
+fn summary_of(
+    id: &str,
+    reason: &str,
+    target: Target,
+    timeout_s: u32,
+    r: &RlRun,
+    step: Option<i64>,
+) -> String {
     let steps = match (step, r.max_steps) {
         (Some(s), Some(m)) => format!(", step {s} of {m}"),
         (Some(s), None) => format!(", step {s}"),
         _ => String::new(),
     };
-    let summary = match reason {
+    match reason {
         "reached" => format!(
             "Run {id} reached {} ({}{steps})",
             target.describe(),
@@ -327,8 +371,7 @@ pub(super) async fn watch_run(
             r.status,
             target.describe()
         ),
-    };
-    Ok(Outcome::done(summary, out))
+    }
 }
 
 #[cfg(test)]
