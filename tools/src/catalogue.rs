@@ -114,7 +114,7 @@ pub const WHOAMI: ToolSpec = ToolSpec {
     toolset: Toolset::Account,
     hints: READ,
     title: "Who am I",
-    description: "The platform user, the owner calls act for (the active team and where it came from; or the personal account; or \"ambiguous\" with the teams listed when the key can act for teams and none is chosen), the base URL, the API key masked to its last 4 characters, and the active policy.",
+    description: "The platform user; the owner calls act for (active team, personal, or ambiguous with the teams listed); base URL; the API key masked to its last 4 characters; the active policy.",
 };
 
 pub const LIST_TEAMS: ToolSpec = ToolSpec {
@@ -146,7 +146,7 @@ pub const VALIDATE_CONFIG: ToolSpec = ToolSpec {
     toolset: Toolset::Config,
     hints: READ,
     title: "Validate a prime-rl config",
-    description: "Validate a prime-rl TOML config (file under the workspace or inline) against a pinned copy of the prime-rl schema (the policy's validate.prime_rl_checkout runs a checkout's own schema instead) and the hosted-run rules; warns about local file paths (a path in TOML does not upload the file). Findings carry severity, dotted path, message and hint.",
+    description: "Validate a prime-rl TOML config (workspace file or inline) against a pinned copy of the schema (unless the policy configures a checkout) and the hosted-run rules; findings carry severity, dotted path, message, hint.",
 };
 
 pub const PLAN_RUN: ToolSpec = ToolSpec {
@@ -210,7 +210,7 @@ pub const LIST_RUNS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "List runs",
-    description: "Training runs, newest first, each labelled with its owner: without team_id or personal, of every owner the key can act for (the personal account and each team); optional status filter.",
+    description: "Training runs, newest first, each labelled with its owner; without team_id or personal, of every owner the key can act for (personal and each team); optional status filter.",
 };
 
 pub const GET_RUN: ToolSpec = ToolSpec {
@@ -226,7 +226,7 @@ pub const GET_COMPONENTS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "Run components",
-    description: "The run's components as the CLI lists them (orchestrator or trainer, env servers) and their states, plus the log components get_logs accepts for the run (trainer, inference, orchestrator, env servers).",
+    description: "The run's components as the CLI lists them (orchestrator or trainer, env servers) with their states, and the log components get_logs accepts for the run (trainer, inference, …).",
 };
 
 pub const GET_LOGS: ToolSpec = ToolSpec {
@@ -314,7 +314,7 @@ pub const RUN_REPORT: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "End-of-run report",
-    description: "Outcome, steps, duration, usage, the platform's reported cost (and a rate derived from it only with its basis), where checkpoints and traces are, and the calls that would fetch what is not local yet.",
+    description: "Outcome, steps, duration, usage, the platform's reported cost (a derived rate only with its basis), where checkpoints and traces are, and the calls that fetch what is not local yet.",
 };
 
 pub const LIST_VOLUMES: ToolSpec = ToolSpec {

