@@ -16,6 +16,7 @@
 
 pub mod account;
 mod hosted;
+pub mod local_paths;
 mod practices;
 mod propagate;
 mod report;

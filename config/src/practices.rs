@@ -59,15 +59,32 @@ fn machine_local_paths(i: &Input, out: &mut Vec<Finding>) {
                 .hint("The platform chooses the run directory of a hosted run; remove run.dir."),
         );
     }
+    let mut skip: Vec<&str> = vec!["output_dir", "run.dir"];
+    if !rl {
+        // Hosted SFT's dataset gets its own message below.
+        skip.push("data.name");
+    }
+    // Every string as written that reads as a local path — taskset arguments and free-form
+    // tables included, which the schema types as plain strings.
+    let written = crate::local_paths::findings(raw, &skip);
+    let mut warned: Vec<String> = crate::local_paths::strings(raw)
+        .into_iter()
+        .filter(|(p, _)| written.iter().any(|f| &f.path == p))
+        .map(|(_, v)| v)
+        .collect();
+    out.extend(written);
+    // Fields the schema types as paths, after propagation: any absolute path off the volume
+    // (a value warned about where it was written is not repeated at its propagated place).
     for (path, value) in i.path_values {
-        if path == "output_dir" {
+        if skip.contains(&path.as_str()) || warned.contains(value) {
             continue;
         }
         if local_path(value) {
             out.push(
-                Finding::warning(path.as_str(), format!("{path} points at a machine-local path {}", show("path", value)))
+                Finding::warning(path.as_str(), format!("{path} points at a machine-local path {}: a path in TOML does not upload the file", show("path", value)))
                     .hint("Files named by a TOML path are not uploaded with the config; a hosted run cannot read them. Put data on the volume (/volume/...) or leave the key at its default."),
             );
+            warned.push(value.clone());
         }
     }
     if !rl
@@ -158,7 +175,7 @@ fn checkpoints_without_volume(i: &Input, out: &mut Vec<Finding>) {
         v.on("ckpt")
     };
     if ckpt && i.hosted.volume.is_none() {
-        out.push(Finding::warning("ckpt", "checkpoints are configured but no volume is named").hint("Set `volume = \"NAME\"` so checkpoints outlive the run and can be fetched or resumed from."));
+        out.push(Finding::warning("ckpt", "[ckpt] is enabled but no volume is named: the checkpoints are not kept where fetch_checkpoint (or a resume) can reach them").hint("Set `volume = \"NAME\"` (or plan_run's `volume`) so checkpoints are written to the volume under runs/<runId>/, outlive the run, and can be fetched or resumed from."));
     }
 }
 
@@ -296,9 +313,24 @@ fn secrets_in(t: &Table, base: &str, out: &mut Vec<Finding>) {
 }
 
 fn secret_string(key: &str, s: &str, path: &str, out: &mut Vec<Finding>) {
-    if let Some(kind) = credential_kind(s) {
+    if wandb_key_shaped(path, s) {
+        out.push(Finding::error(path, format!("{path} holds what looks like a W&B API key (40 hex characters under [monitors.wandb])")).hint("Refused: the config is sent to the platform as written. Remove the key, forward WANDB_API_KEY by name when launching, and rotate the key. (40 hex elsewhere, such as a commit SHA, is fine.)"));
+    } else if let Some(kind) = credential_kind(s) {
         out.push(Finding::warning(path, format!("{path} holds what looks like {kind}")).hint("The config is sent to the platform as written: never put a credential in it. Forward secrets by name (WANDB_API_KEY, HF_TOKEN) instead, and rotate this one."));
     } else if is_secret_name(key) && !s.is_empty() && s != "None" {
         out.push(Finding::warning(path, format!("`{key}` looks like a secret written into the config")).hint("Forward secrets by name (WANDB_API_KEY, HF_TOKEN) instead of writing them in the TOML."));
     }
+}
+
+/// 40 hex characters under a `monitors.wandb` table: where a W&B key gets pasted. The same
+/// shape elsewhere is a commit SHA.
+fn wandb_key_shaped(path: &str, s: &str) -> bool {
+    let v = s.trim();
+    v.len() == 40
+        && v.bytes().all(|b| b.is_ascii_hexdigit())
+        && path
+            .split('.')
+            .collect::<Vec<_>>()
+            .windows(2)
+            .any(|w| w == ["monitors", "wandb"])
 }

@@ -270,6 +270,24 @@ pub(crate) fn strong_secret_name(name: &str) -> Option<SecretKind> {
     }
 }
 
+/// 40 hex characters, the shape of a W&B API key (and of a git commit SHA).
+pub(crate) fn is_forty_hex(value: &str) -> bool {
+    let v = value.trim();
+    v.len() == 40 && v.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Whether a dotted path lies under a `monitors.wandb` table (`[monitors.wandb]`,
+/// `[trainer.monitors.wandb]`, `[orchestrator.monitors.wandb]`, at any depth and root).
+pub(crate) fn under_wandb_table(path: &str) -> bool {
+    let segments: Vec<&str> = path
+        .split(['.', '['])
+        .map(|s| s.trim_end_matches(']').trim_matches('"'))
+        .collect();
+    segments
+        .windows(2)
+        .any(|w| w[0] == "monitors" && w[1] == "wandb")
+}
+
 /// A value that stands for a secret rather than being one: empty, a variable reference
 /// (`${HF_TOKEN}`, `$HF_TOKEN`, `{{secret:x}}`), an environment variable *name*, or an
 /// already-redacted marker.

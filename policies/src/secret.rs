@@ -126,6 +126,10 @@ pub enum SecretKind {
     SecretAssignment,
     /// A `NAME=VALUE` entry in an environment list, which accepts names only.
     EnvAssignment,
+    /// 40 hex characters under `[monitors.wandb]` (any `monitors.wandb` table): the shape of
+    /// a W&B API key, in the one table where one gets pasted. Elsewhere 40 hex reads as a
+    /// commit SHA and stays allowed.
+    WandbApiKey,
 }
 
 impl fmt::Display for SecretKind {
@@ -158,6 +162,9 @@ impl fmt::Display for SecretKind {
             }
             SecretKind::SecretAssignment => {
                 f.write_str("assigns a value to a name that says secret (NAME=VALUE)")
+            }
+            SecretKind::WandbApiKey => {
+                f.write_str("looks like a W&B API key (40 hex characters under [monitors.wandb])")
             }
             SecretKind::EnvAssignment => {
                 f.write_str("is a NAME=VALUE entry; env entries take names only")

@@ -15,8 +15,8 @@ use std::fmt;
 use serde_json::Value as Json;
 
 use crate::detect::{
-    Hit, KnownForms, is_aws_secret_shape, is_placeholder, looks_opaque, shape_hits,
-    strong_secret_name,
+    Hit, KnownForms, is_aws_secret_shape, is_forty_hex, is_placeholder, looks_opaque, shape_hits,
+    strong_secret_name, under_wandb_table,
 };
 
 pub use crate::detect::name_says_secret;
@@ -432,6 +432,11 @@ impl SecretGuard {
     ) {
         for hit in self.string_hits(s) {
             record(out, seen, path, hit.kind);
+        }
+        // The one table where a W&B key gets pasted: 40 hex there is refused, though 40 hex
+        // elsewhere (a commit SHA) is not.
+        if is_forty_hex(s) && under_wandb_table(path) {
+            record(out, seen, path, SecretKind::WandbApiKey);
         }
         if ctx.aws_sibling && is_aws_secret_shape(s.trim()) {
             record(out, seen, path, SecretKind::AwsSecretAccessKey);

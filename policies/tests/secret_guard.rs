@@ -421,3 +421,34 @@ fn a_loose_assignment_in_prose_passes_the_guard_but_an_opaque_one_does_not() {
     assert_eq!(err.len(), 1, "reported once, under its key: {err:?}");
     assert_eq!(err[0].path, "config.wandb.api_key");
 }
+
+#[test]
+fn forty_hex_under_monitors_wandb_is_refused_as_a_wandb_key_but_a_commit_sha_passes() {
+    let g = guard();
+    let key = "0123456789abcdef".repeat(3)[..40].to_string();
+    for table in [
+        "monitors.wandb",
+        "trainer.monitors.wandb",
+        "orchestrator.monitors.wandb",
+    ] {
+        for field in ["project", "name", "api_key_hint", "entity"] {
+            let doc = format!("[{table}]\n{field} = \"{key}\"\n");
+            let err = g
+                .check_toml_str(&doc, "config")
+                .expect_err("40 hex under [monitors.wandb] is a pasted W&B key");
+            assert!(
+                err.iter().any(|f| f.kind == SecretKind::WandbApiKey
+                    && f.path == format!("config.{table}.{field}")),
+                "{table}.{field}: {err:?}"
+            );
+            // The refusal names the place and the kind, never the value.
+            assert!(!describe_findings(&err).contains(&key));
+        }
+    }
+    // The same 40 hex elsewhere reads as a commit SHA.
+    let doc = format!(
+        "[ckpt]\ncommit = \"{key}\"\n[monitors.wandb]\nproject = \"reverse-text\"\n[orchestrator.train.source.env.taskset]\nrevision = \"{key}\"\n"
+    );
+    g.check_toml_str(&doc, "config")
+        .expect("40 hex outside [monitors.wandb] is a commit SHA");
+}

@@ -29,8 +29,10 @@ pub struct NoArgs {}
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct WhoamiOut {
     pub user: UserOut,
-    /// The active team, or null for the personal account.
+    /// The active team, or null when none is chosen (see `owner` for who calls act for).
     pub team: Option<TeamOut>,
+    /// Who calls without `team_id` or `personal` act for, and every owner the key can act for.
+    pub owner: OwnerOut,
     pub base_url: String,
     pub traces_url: String,
     /// The API key, masked to at most its last 4 characters.
@@ -45,7 +47,23 @@ pub struct WhoamiOut {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+pub struct OwnerOut {
+    /// `team` (a team is chosen), `personal` (no team is chosen and the key has none), or
+    /// `ambiguous` (no team is chosen but the key can act for teams: plans need `team_id` or
+    /// `personal: true`; listings cover every owner).
+    pub standing: String,
+    /// The owner as a person reads it, e.g. "team cteam… (Team A)" or "personal account".
+    pub label: String,
+    /// Every owner the key can act for (as the policy's allowed_teams lets this server see).
+    pub can_act_for: Vec<String>,
+    /// Why the list of owners is missing, if it is.
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct SpendOut {
+    /// Whose runs these are: one owner, or every owner when the owner is ambiguous.
+    pub scope: String,
     pub active_runs: Vec<ActiveRunOut>,
     pub total_per_hour_usd: f64,
     /// Some rates are estimates (GPU count × the price of the run's GPU type).
@@ -105,21 +123,15 @@ pub struct PolicyOut {
 
 async fn whoami(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<WhoamiOut> {
     let platform = state.platform()?;
-    let user = platform
-        .whoami()
-        .await
-        .map_err(|e| platform_error("read the current user", &e))?;
+    let (user, owners) = tokio::join!(platform.whoami(), owner::owners(&state, platform));
+    let user = user.map_err(|e| platform_error("read the current user", &e))?;
     let settings = platform.settings();
     let team = settings.team.as_ref().map(|t| TeamOut {
         id: t.id.clone(),
         source: t.source.to_string(),
     });
-    let spend = spend(
-        &state,
-        platform,
-        settings.team.as_ref().map(|t| t.id.clone()),
-    )
-    .await;
+    let (owner, spend_owners, spend_scope) = owner_standing(settings.team.as_ref(), owners);
+    let spend = spend(&state, platform, &spend_owners, spend_scope).await;
     let p = &state.policy;
     let out = WhoamiOut {
         user: UserOut {
@@ -129,6 +141,7 @@ async fn whoami(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<
             slug: user.slug,
         },
         team,
+        owner,
         base_url: settings.base_url.clone(),
         traces_url: settings.traces_url.clone(),
         api_key: settings.masked_api_key().unwrap_or_else(|| "(none)".into()),
@@ -148,57 +161,140 @@ async fn whoami(state: Arc<AppState>, _args: NoArgs, _call: Call) -> ToolResult<
         },
         spend,
     };
-    let who = out
-        .user
-        .name
-        .clone()
-        .or(out.user.email.clone())
-        .unwrap_or_else(|| "unknown user".into());
-    let owner = match &out.team {
-        Some(t) => format!("team {}", t.id),
-        None => "personal account".into(),
-    };
+    let who = factory_policies::untrusted::one_line(
+        &out.user
+            .name
+            .clone()
+            .or(out.user.email.clone())
+            .unwrap_or_else(|| "unknown user".into()),
+        80,
+    );
     let where_ = if state.sandbox { " (sandbox)" } else { "" };
     let spend_line = format!(
-        "; {} active run(s) at ${:.2}/h{}",
+        "; {} active run(s) at {}/h{}",
         out.spend.active_runs.len(),
-        out.spend.total_per_hour_usd,
+        crate::figures::usd(out.spend.total_per_hour_usd),
         if out.spend.estimated {
             " (partly estimated)"
         } else {
             ""
         }
     );
+    let acting = match out.owner.standing.as_str() {
+        "ambiguous" => format!(
+            "owner ambiguous — this key can act for {}; no team is chosen, so a plan needs team_id or personal: true, and list_runs without either lists every owner",
+            out.owner.can_act_for.join(", ")
+        ),
+        _ => format!("acting for the {}", out.owner.label),
+    };
     Ok(Outcome::done(
-        format!("{who}, acting for the {owner}{where_}{spend_line}"),
+        format!("{who}, {acting}{where_}{spend_line}"),
         out,
     ))
 }
 
+/// Who argument-less calls act for, the owners whose spend `whoami` shows, and that scope's
+/// name. A list of owners that could not be read leaves the owner as the settings say.
+fn owner_standing(
+    active: Option<&factory_platform::ActiveTeam>,
+    owners: Result<owner::Owners, crate::error::ToolError>,
+) -> (OwnerOut, Vec<Option<String>>, String) {
+    let owners = match owners {
+        Ok(o) => o,
+        Err(e) => {
+            let team = active.map(|t| t.id.clone());
+            let label = owner::owner_label(team.as_deref(), None);
+            return (
+                OwnerOut {
+                    standing: if team.is_some() { "team" } else { "personal" }.into(),
+                    label: label.clone(),
+                    can_act_for: Vec::new(),
+                    note: Some(format!(
+                        "the teams this key can act for are unknown ({}); with teams and no team chosen, the owner would be ambiguous",
+                        e.message
+                    )),
+                },
+                vec![team],
+                label,
+            );
+        }
+    };
+    let can_act_for: Vec<String> = owners.all.iter().map(owner::OwnerRef::label).collect();
+    let name_of = |team: &str| {
+        owners
+            .all
+            .iter()
+            .find(|o| o.team.as_deref() == Some(team))
+            .and_then(|o| o.name.clone())
+    };
+    match &owners.standing {
+        owner::Standing::ActiveTeam { team, source } => {
+            let label = owner::owner_label(Some(team), name_of(team).as_deref());
+            (
+                OwnerOut {
+                    standing: "team".into(),
+                    label: format!("{label}, from {source}"),
+                    can_act_for,
+                    note: None,
+                },
+                vec![Some(team.clone())],
+                label,
+            )
+        }
+        owner::Standing::Personal => (
+            OwnerOut {
+                standing: "personal".into(),
+                label: "personal account".into(),
+                can_act_for,
+                note: None,
+            },
+            vec![None],
+            "personal account".into(),
+        ),
+        owner::Standing::Ambiguous => (
+            OwnerOut {
+                standing: "ambiguous".into(),
+                label: "ambiguous: no team is chosen and the key can act for teams".into(),
+                note: Some(
+                    "Plans need team_id or personal: true; a person can set PRIME_TEAM_ID (or `prime config set-team-id`) for the server to choose a team.".into(),
+                ),
+                can_act_for,
+            },
+            owners.all.iter().map(|o| o.team.clone()).collect(),
+            owners.scope_text(),
+        ),
+    }
+}
+
+/// Active spend of the given owners together, against the policy's active-run limits.
 async fn spend(
     state: &AppState,
     platform: &factory_platform::PlatformClient,
-    team: Option<String>,
+    owners: &[Option<String>],
+    scope: String,
 ) -> SpendOut {
-    let scope = crate::owner::scope_of(&team);
-    let (runs, models) = tokio::join!(
-        crate::spend::owner_runs(platform, &team, 3),
-        platform.available_models(&scope)
-    );
-    let (runs, models) = match (runs, models) {
-        (Ok(r), Ok(m)) => (r, m),
-        (Err(e), _) => return empty_spend(e.message),
-        (_, Err(e)) => return empty_spend(format!("cannot price active runs: {e}")),
-    };
-    let active = crate::spend::active_spend(state, &runs, &models).await;
+    let mut active = Vec::new();
+    for team in owners {
+        let team_scope = crate::owner::scope_of(team);
+        let (runs, models) = tokio::join!(
+            crate::spend::owner_runs(platform, team, 3),
+            platform.available_models(&team_scope)
+        );
+        let (runs, models) = match (runs, models) {
+            (Ok(r), Ok(m)) => (r, m),
+            (Err(e), _) => return empty_spend(scope, e.message),
+            (_, Err(e)) => return empty_spend(scope, format!("cannot price active runs: {e}")),
+        };
+        active.extend(crate::spend::active_spend(state, &runs, &models).await);
+    }
     let total: f64 = active.iter().filter_map(|a| a.rate_per_hour_usd).sum();
     let mut limits = Vec::new();
     if let Some(cap) = state.policy.max_active_cost_per_hour_usd {
         limits.push(LimitOut {
             key: "max_active_cost_per_hour_usd".into(),
             limit: cap,
-            used: total,
-            headroom: cap - total,
+            used: crate::figures::cents(total),
+            headroom: crate::figures::cents(cap - total),
         });
     }
     if let Some(cap) = state.policy.max_active_runs {
@@ -211,6 +307,7 @@ async fn spend(
         });
     }
     SpendOut {
+        scope,
         estimated: active.iter().any(|a| a.estimated),
         active_runs: active
             .into_iter()
@@ -218,18 +315,19 @@ async fn spend(
                 id: a.id,
                 name: a.name,
                 status: a.status,
-                rate_per_hour_usd: a.rate_per_hour_usd,
+                rate_per_hour_usd: a.rate_per_hour_usd.map(crate::figures::cents),
                 estimated: a.estimated,
             })
             .collect(),
-        total_per_hour_usd: (total * 100.0).round() / 100.0,
+        total_per_hour_usd: crate::figures::cents(total),
         limits,
         note: None,
     }
 }
 
-fn empty_spend(note: String) -> SpendOut {
+fn empty_spend(scope: String, note: String) -> SpendOut {
     SpendOut {
+        scope,
         active_runs: Vec::new(),
         total_per_hour_usd: 0.0,
         estimated: false,
@@ -423,7 +521,7 @@ async fn list_gpus(state: Arc<AppState>, args: OwnerArgs, _call: Call) -> ToolRe
     let mut notes = Vec::new();
     if models.on_demand_beta_access == Some(false) {
         notes.push(
-            "No on-demand (beta) access for this owner: prices apply only with reserved capacity."
+            "No on-demand (beta) access for this owner: runs use the owner's reserved capacity, which has no published price; the listed prices are on-demand offers this owner cannot use."
                 .into(),
         );
     }

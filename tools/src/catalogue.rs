@@ -114,7 +114,7 @@ pub const WHOAMI: ToolSpec = ToolSpec {
     toolset: Toolset::Account,
     hints: READ,
     title: "Who am I",
-    description: "The platform user, the active team and where it came from, the base URL, the API key masked to its last 4 characters, and the active policy.",
+    description: "The platform user; the owner calls act for (active team, personal, or ambiguous with the teams listed); base URL; the API key masked to its last 4 characters; the active policy.",
 };
 
 pub const LIST_TEAMS: ToolSpec = ToolSpec {
@@ -138,7 +138,7 @@ pub const LIST_GPUS: ToolSpec = ToolSpec {
     toolset: Toolset::Account,
     hints: READ,
     title: "List GPU types",
-    description: "GPU types available for training, with on-demand price per GPU-hour and availability.",
+    description: "GPU types available for training: on-demand offers with their price per GPU-hour and availability, and reserved-capacity types (no published price).",
 };
 
 pub const VALIDATE_CONFIG: ToolSpec = ToolSpec {
@@ -146,7 +146,7 @@ pub const VALIDATE_CONFIG: ToolSpec = ToolSpec {
     toolset: Toolset::Config,
     hints: READ,
     title: "Validate a prime-rl config",
-    description: "Validate a prime-rl TOML config (file under the workspace or inline) against the prime-rl schema and the hosted-run rules; findings carry severity, dotted path, message and hint.",
+    description: "Validate a prime-rl TOML config (workspace file or inline) against a pinned copy of the schema (unless the policy configures a checkout) and the hosted-run rules; findings carry severity, dotted path, message, hint.",
 };
 
 pub const PLAN_RUN: ToolSpec = ToolSpec {
@@ -162,7 +162,7 @@ pub const LAUNCH_RUN: ToolSpec = ToolSpec {
     toolset: Toolset::Launch,
     hints: hints(false, false, true, true),
     title: "Launch a planned run",
-    description: "Launch the run of a plan_id (billable) after a person confirms it; at most one run per plan, even across retries.",
+    description: "Launch the run of a plan_id (billable) after a person confirms it; at most one run per plan, even across retries. On success, follow it with watch_run or get_progress.",
 };
 
 pub const RESUME_RUN: ToolSpec = ToolSpec {
@@ -210,7 +210,7 @@ pub const LIST_RUNS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "List runs",
-    description: "Training runs of the active owner (or a team), newest first, paginated; optional status filter.",
+    description: "Training runs, newest first, each labelled with its owner; without team_id or personal, of every owner the key can act for (personal and each team); optional status filter.",
 };
 
 pub const GET_RUN: ToolSpec = ToolSpec {
@@ -226,7 +226,7 @@ pub const GET_COMPONENTS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "Run components",
-    description: "The run's components (orchestrator or trainer, inference, env servers) and their states.",
+    description: "The run's components as the CLI lists them (orchestrator or trainer, env servers) with their states, and the log components get_logs accepts for the run (trainer, inference, …).",
 };
 
 pub const GET_LOGS: ToolSpec = ToolSpec {
@@ -234,7 +234,7 @@ pub const GET_LOGS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "Run logs",
-    description: "Tail of a component's logs, filtered by level, text or regex and time; bounded, newest lines kept.",
+    description: "Tail of a component's logs (orchestrator, trainer, inference or an env server), filtered by level, text or regex and time (at most the last 24 h); bounded, newest lines kept.",
 };
 
 pub const GET_METRICS: ToolSpec = ToolSpec {
@@ -314,7 +314,7 @@ pub const RUN_REPORT: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "End-of-run report",
-    description: "Outcome, steps, duration, usage and cost, where checkpoints and traces are, and the calls that would fetch what is not local yet.",
+    description: "Outcome, steps, duration, usage, the platform's reported cost (a derived rate only with its basis), where checkpoints and traces are, and the calls that fetch what is not local yet.",
 };
 
 pub const LIST_VOLUMES: ToolSpec = ToolSpec {

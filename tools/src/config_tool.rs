@@ -5,7 +5,7 @@
 use std::{sync::Arc, time::Duration};
 
 use factory_platform::{
-    PrepareOutcome, TeamScope,
+    PrepareOutcome,
     wire::runs::{PrepareRequest, TrainingMode},
 };
 use schemars::JsonSchema;
@@ -97,163 +97,189 @@ pub struct CheckerOut {
     pub detail: String,
 }
 
+/// `validate_config`, as its steps: refuse secret arguments, read the config, validate it
+/// natively (plus any checker the policy enables), check it against the account, shape the
+/// answer.
 async fn validate_config(
     state: Arc<AppState>,
     args: ValidateArgs,
     call: Call,
 ) -> ToolResult<ValidateOut> {
-    if let Err(findings) = state.secret_guard.check_json(&call.arguments, "arguments") {
-        return Err(ToolError::new(format!(
+    refuse_secret_arguments(&state, &call)?;
+    let text = read_config_text(&state, &args)?;
+    let mut report = validate_text(&state, &args, &text).await?;
+    if args.offline == Some(true) {
+        report.checker("account", validation::Status::Skipped, "offline: true");
+    } else if let Ok(platform) = state.platform() {
+        check_account(&state, platform, &args, &text, &mut report).await?;
+    } else {
+        report.checker(
+            "account",
+            validation::Status::Skipped,
+            "no platform credentials",
+        );
+    }
+    report.finish();
+    answer(report)
+}
+
+/// Secrets are passed by name only: an argument carrying a value is refused outright.
+fn refuse_secret_arguments(state: &AppState, call: &Call) -> Result<(), ToolError> {
+    match state.secret_guard.check_json(&call.arguments, "arguments") {
+        Ok(()) => Ok(()),
+        Err(findings) => Err(ToolError::new(format!(
             "Refused: an argument carries a secret value; secrets are passed by name only.\n- {}",
             findings
                 .iter()
                 .map(|f| f.to_string())
                 .collect::<Vec<_>>()
                 .join("\n- ")
-        )));
+        ))),
     }
-    let text = match (&args.config_path, &args.config_toml) {
-        (Some(_), Some(_)) => {
-            return Err(ToolError::new(
-                "`config_path` and `config_toml` exclude each other: pass one.",
-            ));
-        }
-        (None, None) => {
-            return Err(ToolError::new(
-                "Pass `config_path` (a TOML file under the workspace) or `config_toml` (its text).",
-            ));
-        }
-        (None, Some(t)) => t.clone(),
+}
+
+/// The TOML text: `config_toml` as given, or the file at `config_path` (inside the workspace,
+/// size-limited, UTF-8).
+fn read_config_text(state: &AppState, args: &ValidateArgs) -> Result<String, ToolError> {
+    match (&args.config_path, &args.config_toml) {
+        (Some(_), Some(_)) => Err(ToolError::new(
+            "`config_path` and `config_toml` exclude each other: pass one.",
+        )),
+        (None, None) => Err(ToolError::new(
+            "Pass `config_path` (a TOML file under the workspace) or `config_toml` (its text).",
+        )),
+        (None, Some(t)) => Ok(t.clone()),
         (Some(p), None) => {
-            let path = state
-                .workspace()?
+            let ws = state.workspace()?;
+            let path = ws
                 .resolve_existing(p)
                 .map_err(|e| ToolError::new(format!("config_path: {e}")))?;
             let bytes = factory_policies::files::read_file(
-                state.workspace()?,
+                ws,
                 &path,
                 factory_policies::files::ReadLimits::CONFIG,
             )
             .map_err(|e| ToolError::new(format!("config_path: {e}")))?;
             String::from_utf8(bytes)
-                .map_err(|_| ToolError::new(format!("{} is not UTF-8 text", path.display())))?
+                .map_err(|_| ToolError::new(format!("{} is not UTF-8 text", path.display())))
         }
-    };
+    }
+}
+
+/// The native validation against the pinned schema copy, the workspace-file warnings, and the
+/// checkers the policy enables (a checkout's own schema, the `prime` CLI).
+async fn validate_text(
+    state: &AppState,
+    args: &ValidateArgs,
+    text: &str,
+) -> Result<validation::Report, ToolError> {
     let (checkout, checkout_refused, prime_cli) =
-        crate::checker_gate::gate(&state, args.prime_rl_checkout.as_deref(), args.prime_cli)?;
-    let doc = validation::parse(&text).ok();
+        crate::checker_gate::gate(state, args.prime_rl_checkout.as_deref(), args.prime_cli)?;
+    let mut input = ValidationInput::new(text);
+    input.sft = args.sft.unwrap_or(false);
+    input.prime_rl_checkout = checkout;
+    input.prime_cli = prime_cli;
+    input.timeout = Duration::from_secs(state.policy.validate.checker_timeout_s);
+    input.search_path = crate::checker_gate::search_path(state);
+    input.workspace = state.workspace().ok().cloned();
+    let mut report = validation::validate(input).await;
+    if let Some(why) = checkout_refused {
+        report.checker("prime_rl_checkout", validation::Status::Failed, why);
+    }
+    Ok(report)
+}
+
+/// The account-aware checks: the owner's models, GPU types and volumes, and schema drift
+/// through `prepare` (with the config's image tag and source ref).
+async fn check_account(
+    state: &AppState,
+    platform: &factory_platform::PlatformClient,
+    args: &ValidateArgs,
+    text: &str,
+    report: &mut validation::Report,
+) -> Result<(), ToolError> {
+    let scope = owner::scope(args.team_id.as_deref(), args.personal, &state.policy)?;
+    let team = platform.team_for(&scope);
+    let scope = owner::scope_of(&team);
+    let doc = validation::parse(text).ok();
     let top = |k: &str| {
         doc.as_ref()
             .and_then(|d| d.get(k))
             .and_then(|v| v.as_str())
             .map(str::to_owned)
     };
-    let (image_tag, source_ref) = (top("image_tag"), top("source_ref"));
-    let mut input = ValidationInput::new(text);
-    input.sft = args.sft.unwrap_or(false);
-    input.prime_rl_checkout = checkout;
-    input.prime_cli = prime_cli;
-    input.timeout = Duration::from_secs(state.policy.validate.checker_timeout_s);
-    input.search_path = crate::checker_gate::search_path(&state);
-    let mut report = validation::validate(input).await;
-    if let Some(why) = checkout_refused {
-        report.checker("prime_rl_checkout", validation::Status::Failed, why);
-    }
-
-    if args.offline != Some(true)
-        && let Ok(platform) = state.platform()
-    {
-        let scope = owner::scope(args.team_id.as_deref(), args.personal, &state.policy)?;
-        let team = platform.team_for(&scope);
-        let scope = match &team {
-            Some(t) => TeamScope::Team(t.clone()),
-            None => TeamScope::Personal,
-        };
-        let mode = if report.mode.as_str() == "sft" {
+    let prepare = PrepareRequest {
+        mode: if report.mode.as_str() == "sft" {
             TrainingMode::Sft
         } else {
             TrainingMode::Rl
-        };
-        let prepare = PrepareRequest {
-            mode,
-            team_id: team.clone(),
-            image_tag: image_tag.clone(),
-            source_ref: source_ref.clone(),
-        };
-        let (models, volumes, prep) = tokio::join!(
-            platform.available_models(&scope),
-            platform.list_volumes(&scope),
-            platform.prepare_run(&prepare)
-        );
-        let mut facts = validation::AccountFacts::default();
-        match &models {
-            Ok(m) => {
-                facts.trainable_models = Some(m.models.iter().map(|x| x.name.clone()).collect());
-                facts.gpu_types = Some(m.on_demand.iter().map(|o| o.gpu_type.clone()).collect());
-            }
-            Err(e) => report.checker(
-                "account",
-                validation::Status::Failed,
-                format!("models: {e}"),
-            ),
+        },
+        team_id: team.clone(),
+        image_tag: top("image_tag"),
+        source_ref: top("source_ref"),
+    };
+    let (models, volumes, prep) = tokio::join!(
+        platform.available_models(&scope),
+        platform.list_volumes(&scope),
+        platform.prepare_run(&prepare)
+    );
+    let mut facts = validation::AccountFacts::default();
+    match &models {
+        Ok(m) => {
+            facts.trainable_models = Some(m.models.iter().map(|x| x.name.clone()).collect());
+            facts.gpu_types = Some(m.on_demand.iter().map(|o| o.gpu_type.clone()).collect());
         }
-        if let Ok(v) = &volumes {
-            facts.volumes = Some(v.iter().map(|x| x.name.clone()).collect());
+        Err(e) => report.checker(
+            "account",
+            validation::Status::Failed,
+            format!("models: {e}"),
+        ),
+    }
+    if let Ok(v) = &volumes {
+        facts.volumes = Some(v.iter().map(|x| x.name.clone()).collect());
+    }
+    match prep {
+        Ok(PrepareOutcome::Prepared(p)) => {
+            facts.prepare_schema_commit = Some(p.runtime.schema_commit.clone())
         }
-        match prep {
-            Ok(PrepareOutcome::Prepared(p)) => {
-                facts.prepare_schema_commit = Some(p.runtime.schema_commit.clone())
-            }
-            Ok(PrepareOutcome::NotSupported { .. }) => report.checker(
-                "schema drift",
-                validation::Status::Skipped,
-                "the platform does not offer prepare (404/405)",
-            ),
-            Err(e) => report.checker(
-                "schema drift",
-                validation::Status::Failed,
-                format!("prepare: {e}"),
-            ),
-        }
-        validation::apply_account_facts(&mut report, &facts);
-        if models.is_ok() {
-            report.checker(
-                "account",
-                validation::Status::Ran,
-                format!(
-                    "checked against the {} account",
-                    team.as_deref()
-                        .map(|t| format!("team {t}"))
-                        .unwrap_or_else(|| "personal".into())
-                ),
-            );
-        }
-    } else {
+        Ok(PrepareOutcome::NotSupported { .. }) => report.checker(
+            "schema drift",
+            validation::Status::Skipped,
+            "the platform does not offer prepare (404/405)",
+        ),
+        Err(e) => report.checker(
+            "schema drift",
+            validation::Status::Failed,
+            format!("prepare: {e}"),
+        ),
+    }
+    validation::apply_account_facts(report, &facts);
+    if models.is_ok() {
         report.checker(
             "account",
-            validation::Status::Skipped,
-            if args.offline == Some(true) {
-                "offline: true".to_string()
-            } else {
-                "no platform credentials".to_string()
-            },
+            validation::Status::Ran,
+            format!(
+                "checked against the {}",
+                owner::owner_label(team.as_deref(), None)
+            ),
         );
     }
-    report.finish();
+    Ok(())
+}
+
+/// The report as the tool's answer, with a one-line verdict.
+fn answer(report: validation::Report) -> ToolResult<ValidateOut> {
     let value =
         serde_json::to_value(&report).map_err(|e| ToolError::new(format!("internal: {e}")))?;
     let out: ValidateOut =
         serde_json::from_value(value).map_err(|e| ToolError::new(format!("internal: {e}")))?;
-    let errors = out
-        .findings
-        .iter()
-        .filter(|f| f.severity == "error")
-        .count();
-    let warnings = out
-        .findings
-        .iter()
-        .filter(|f| f.severity == "warning")
-        .count();
+    let count = |severity: &str| {
+        out.findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .count()
+    };
+    let (errors, warnings) = (count("error"), count("warning"));
     let summary = if out.valid {
         format!(
             "Valid {} config ({warnings} warning(s))",

@@ -17,6 +17,7 @@ mod checker_gate;
 mod config_tool;
 mod confirm;
 pub mod error;
+mod figures;
 mod ids;
 mod launch;
 mod lifecycle;

@@ -140,6 +140,119 @@ async fn active_owner(state: &AppState, platform: &PlatformClient) -> Result<Own
     })
 }
 
+/// One owner a key can act for: the personal account (`team: None`) or a team.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OwnerRef {
+    pub(crate) team: Option<String>,
+    /// The team's name, as the platform lists it.
+    pub(crate) name: Option<String>,
+}
+
+impl OwnerRef {
+    /// How a person reads this owner: "personal account" or "team <id> (<name>)".
+    pub(crate) fn label(&self) -> String {
+        owner_label(self.team.as_deref(), self.name.as_deref())
+    }
+}
+
+/// "personal account", "team <id>" or "team <id> (<name>)".
+pub(crate) fn owner_label(team: Option<&str>, name: Option<&str>) -> String {
+    match (team, name) {
+        (None, _) => "personal account".into(),
+        (Some(t), Some(n)) if !n.is_empty() => format!("team {t} ({})", one_line(n)),
+        (Some(t), _) => format!("team {t}"),
+    }
+}
+
+/// A platform-supplied name kept to one short line (it reaches a person's screen).
+fn one_line(s: &str) -> String {
+    factory_policies::untrusted::one_line(s, 60)
+}
+
+/// Who a call with neither `team_id` nor `personal` acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// A team is chosen (`PRIME_TEAM_ID` or the saved team).
+    ActiveTeam { team: String, source: String },
+    /// No team is chosen and the key has none: the personal account, unambiguously.
+    Personal,
+    /// No team is chosen but the key can act for teams: a launch must say who pays.
+    Ambiguous,
+}
+
+/// Every owner the key can act for — the personal account first, then each team — as the
+/// policy's team allowlist lets this server see them, and who an argument-less call acts for.
+pub(crate) struct Owners {
+    pub(crate) all: Vec<OwnerRef>,
+    pub(crate) standing: Standing,
+}
+
+impl Owners {
+    /// "the personal account and 2 teams (…)": the scope a listing covers, for a summary.
+    pub(crate) fn scope_text(&self) -> String {
+        let teams: Vec<String> = self
+            .all
+            .iter()
+            .filter(|o| o.team.is_some())
+            .map(OwnerRef::label)
+            .collect();
+        let personal = self.all.iter().any(|o| o.team.is_none());
+        match (personal, teams.len()) {
+            (true, 0) => "the personal account".into(),
+            (false, 0) => "no owner (the policy allows none of this key's owners)".into(),
+            (true, n) => format!("the personal account and {n} team(s): {}", teams.join(", ")),
+            (false, n) => format!("{n} team(s): {}", teams.join(", ")),
+        }
+    }
+}
+
+/// Every owner the key can act for, filtered by the policy's allowlist (`"personal"` names the
+/// personal account there), and whether an argument-less call is ambiguous.
+pub(crate) async fn owners(
+    state: &AppState,
+    platform: &PlatformClient,
+) -> Result<Owners, ToolError> {
+    let teams = platform
+        .list_all_teams()
+        .await
+        .map_err(|e| platform_error("list the teams this key can act for", &e))?;
+    let standing = match &platform.settings().team {
+        Some(t) => Standing::ActiveTeam {
+            team: t.id.clone(),
+            source: t.source.to_string(),
+        },
+        None if teams.is_empty() => Standing::Personal,
+        None => Standing::Ambiguous,
+    };
+    let mut all = Vec::new();
+    if state.policy.allows_team(None) {
+        all.push(OwnerRef {
+            team: None,
+            name: None,
+        });
+    }
+    for t in teams {
+        if state.policy.allows_team(Some(&t.team_id)) {
+            all.push(OwnerRef {
+                team: Some(t.team_id),
+                name: Some(t.name),
+            });
+        }
+    }
+    // An active team the listing does not show (e.g. PRIME_TEAM_ID of a team just joined) is
+    // still an owner calls act for.
+    if let Standing::ActiveTeam { team, .. } = &standing
+        && state.policy.allows_team(Some(team))
+        && !all.iter().any(|o| o.team.as_deref() == Some(team.as_str()))
+    {
+        all.push(OwnerRef {
+            team: Some(team.clone()),
+            name: None,
+        });
+    }
+    Ok(Owners { all, standing })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +274,34 @@ mod tests {
         };
         assert!(scope(Some("cteamB"), None, &policy).is_err());
         assert!(scope(Some("cteamA"), None, &policy).is_ok());
+    }
+
+    #[test]
+    fn owners_read_as_a_person_would_name_them() {
+        assert_eq!(owner_label(None, Some("x")), "personal account");
+        assert_eq!(
+            owner_label(Some("cteam1"), Some("Team A")),
+            "team cteam1 (Team A)"
+        );
+        assert_eq!(owner_label(Some("cteam1"), None), "team cteam1");
+        // A name from the platform cannot start a new line on a person's screen.
+        assert!(!owner_label(Some("cteam1"), Some("A\nB")).contains('\n'));
+        let owners = Owners {
+            all: vec![
+                OwnerRef {
+                    team: None,
+                    name: None,
+                },
+                OwnerRef {
+                    team: Some("cteam1".into()),
+                    name: Some("Team A".into()),
+                },
+            ],
+            standing: Standing::Ambiguous,
+        };
+        assert_eq!(
+            owners.scope_text(),
+            "the personal account and 1 team(s): team cteam1 (Team A)"
+        );
     }
 }

@@ -82,6 +82,9 @@ pub struct ValidationInput {
     pub forwarded_secrets: Option<Vec<String>>,
     /// The PATH searched for `uv` and `prime` and given to them (default: this process's).
     pub search_path: Option<OsString>,
+    /// The workspace, to warn about config strings naming one of its files (a path in TOML
+    /// does not upload the file). None: only the strings that read as paths are warned about.
+    pub workspace: Option<factory_policies::Workspace>,
 }
 
 impl ValidationInput {
@@ -95,6 +98,7 @@ impl ValidationInput {
             timeout: Duration::from_secs(60),
             forwarded_secrets: None,
             search_path: None,
+            workspace: None,
         }
     }
 }
@@ -129,6 +133,9 @@ pub async fn validate(input: ValidationInput) -> Report {
         }
     };
     let mut report = factory_config::validate_table(doc.clone(), &opts);
+    if let Some(ws) = &input.workspace {
+        report.extend(workspace_file_findings(&doc, ws));
+    }
     let (mode, schema_doc) = factory_config::schema_input(doc, input.sft);
     let search = input
         .search_path
@@ -171,6 +178,14 @@ pub async fn validate(input: ValidationInput) -> Report {
     }
     report.finish();
     report
+}
+
+/// Warnings for config strings that name a file of the workspace (relative to its root):
+/// such a file stays on this machine, whatever the TOML says.
+fn workspace_file_findings(doc: &toml::Table, ws: &factory_policies::Workspace) -> Vec<Finding> {
+    factory_config::local_paths::workspace_file_findings(doc, |s| {
+        ws.resolve_existing(s).is_ok_and(|p| p.is_file())
+    })
 }
 
 /// The program `name` in the directories of `path`, if it is there and executable.

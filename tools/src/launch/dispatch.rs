@@ -183,7 +183,12 @@ async fn dispatched(
     .await;
     let run = platform.get_run(&resp.run_id).await.ok();
     Ok(Outcome::done(
-        format!("Launched run {} for plan {}", resp.run_id, plan.id),
+        format!(
+            "Launched run {} for plan {}. {}",
+            resp.run_id,
+            plan.id,
+            crate::runs::after_launch(&resp.run_id)
+        ),
         LaunchOut {
             plan_id: plan.id.clone(),
             run_id: resp.run_id.clone(),
@@ -227,8 +232,10 @@ async fn lost_answer(
         out.deduplicated = false;
         return Ok(Outcome::done(
             format!(
-                "Launched run {} for plan {} (the platform's answer was lost; found by reconciliation)",
-                run.id, plan.id
+                "Launched run {} for plan {} (the platform's answer was lost; found by reconciliation). {}",
+                run.id,
+                plan.id,
+                crate::runs::after_launch(&run.id)
             ),
             out,
         ));

@@ -54,7 +54,7 @@ pub(crate) struct PlanRunArgs {
     pub volume_size: Option<String>,
     /// prime-rl image tag.
     pub image_tag: Option<String>,
-    /// prime-rl branch, tag or commit to build from.
+    /// prime-rl branch, tag or commit whose code is overlaid on the image at start (nothing is built; the team must be allowed custom refs).
     pub source_ref: Option<String>,
     /// Names of secrets to forward: WANDB_API_KEY, HF_TOKEN. Never values.
     pub env: Option<Vec<String>>,
@@ -393,6 +393,7 @@ async fn read_validated(
     let mut input = ValidationInput::new(merged);
     input.sft = args.sft.unwrap_or(false);
     input.forwarded_secrets = Some(env_names.to_vec());
+    input.workspace = state.workspace().ok().cloned();
     let report = validation::validate(input).await;
     Ok(ValidatedConfig {
         doc,

@@ -59,7 +59,7 @@ pub struct LogsArgs {
     /// Lines from the end, 1 to 5000 (default 200).
     #[schemars(range(min = 1, max = 5000))]
     pub tail: Option<u32>,
-    /// Only lines from this long ago: seconds, or 15m, 1h, 24h, 2d (60 s to 24 h).
+    /// Only lines from this long ago: seconds, or a number with s/m/h/d, from 60 s to 24 h (e.g. 900, 15m, 1h, 24h, 1d).
     pub since: Option<String>,
     /// Only lines containing this text (a regex with `regex: true`).
     pub search: Option<String>,

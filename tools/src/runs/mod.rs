@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use factory_platform::{
-    ListRunsQuery, PlatformError,
+    ListRunsQuery, PlatformError, TeamScope,
     wire::runs::{RlRun, RunStatus},
 };
 use schemars::JsonSchema;
@@ -88,6 +88,8 @@ pub struct RunSummary {
     pub max_steps: Option<i64>,
     pub gpu_count: Option<i64>,
     pub team_id: Option<String>,
+    /// Whose run this is: "personal account" or "team <id> (<name>)".
+    pub owner: String,
     pub user_id: String,
     pub kind: Option<String>,
     pub created_at: String,
@@ -106,6 +108,7 @@ impl From<&RlRun> for RunSummary {
             max_steps: r.max_steps,
             gpu_count: r.gpu_count,
             team_id: r.team_id.clone(),
+            owner: owner::owner_label(r.team_id.as_deref(), None),
             user_id: r.user_id.clone(),
             kind: r.kind.clone(),
             created_at: r.created_at.clone(),
@@ -119,9 +122,9 @@ impl From<&RlRun> for RunSummary {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListRunsArgs {
-    /// List this team's runs instead of the active team's.
+    /// List only this team's runs (without team_id or personal: every owner the key can act for).
     pub team_id: Option<String>,
-    /// List the personal account's runs even when a team is active.
+    /// List only the personal account's runs.
     pub personal: Option<bool>,
     /// Only runs created by the caller.
     pub mine: Option<bool>,
@@ -137,8 +140,10 @@ pub struct ListRunsArgs {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListRunsOut {
+    /// Whose runs were listed: one owner, or every owner the key can act for.
+    pub scope: String,
     pub runs: Vec<RunSummary>,
-    /// Runs the platform reports for this owner (before any status filter).
+    /// Runs the platform reports for the owner(s) listed (before any status filter).
     pub total: Option<u64>,
     pub page: u32,
     pub limit: u32,
@@ -158,11 +163,19 @@ async fn list_runs(
     let page = args.page.unwrap_or(1).max(1);
     let limit = args.limit.unwrap_or(20).clamp(1, 100);
     let platform = state.platform()?;
+    let mine = args.mine.unwrap_or(false);
+    if scope == TeamScope::Active {
+        // No owner named: every owner the key can act for, so a run of a team is not missed
+        // (the check before a retry looks here).
+        let owners = owner::owners(&state, platform).await?;
+        return list_every_owner(&state, platform, &owners, &args, page, limit).await;
+    }
+    let label = owner::owner_label(platform.team_for(&scope).as_deref(), None);
     let query = |page: u32, limit: u32| ListRunsQuery {
         page,
         limit,
         team: scope.clone(),
-        mine: args.mine.unwrap_or(false),
+        mine,
     };
     let Some(status) = args.status else {
         let p = platform
@@ -172,7 +185,7 @@ async fn list_runs(
         let runs: Vec<RunSummary> = p.runs.iter().map(RunSummary::from).collect();
         let scanned = runs.len();
         let summary = format!(
-            "{} run(s) on page {page}{}",
+            "{} run(s) of the {label} on page {page}{}",
             runs.len(),
             p.total
                 .map(|t| format!(" of {t} in all"))
@@ -181,6 +194,7 @@ async fn list_runs(
         return Ok(Outcome::done(
             summary,
             ListRunsOut {
+                scope: label,
                 runs,
                 total: p.total,
                 page,
@@ -196,14 +210,9 @@ async fn list_runs(
     let skip = (page as usize - 1) * limit as usize;
     let wanted = status.status();
     let scan = platform
-        .scan_runs(
-            &scope,
-            args.mine.unwrap_or(false),
-            state.limits.status_scan_pages,
-            |runs| {
-                runs.iter().filter(|r| r.run_status() == wanted).count() >= skip + limit as usize
-            },
-        )
+        .scan_runs(&scope, mine, state.limits.status_scan_pages, |runs| {
+            runs.iter().filter(|r| r.run_status() == wanted).count() >= skip + limit as usize
+        })
         .await
         .map_err(|e| platform_error("list runs", &e))?;
     let (scanned, total, incomplete) = (scan.runs.len(), scan.total, scan.truncated);
@@ -220,7 +229,7 @@ async fn list_runs(
         .collect();
     Ok(Outcome::done(
         format!(
-            "{} {} run(s) found among {scanned} scanned{}",
+            "{} {} run(s) of the {label} found among {scanned} scanned{}",
             runs.len(),
             status.status(),
             if incomplete {
@@ -230,11 +239,91 @@ async fn list_runs(
             }
         ),
         ListRunsOut {
+            scope: label,
             runs,
             total,
             page,
             limit,
             total_pages: None,
+            scanned,
+            scan_incomplete: incomplete,
+        },
+    ))
+}
+
+/// `list_runs` without an owner: each owner's newest runs (enough of them for this page),
+/// merged newest first and labelled with their owner.
+async fn list_every_owner(
+    state: &AppState,
+    platform: &factory_platform::PlatformClient,
+    owners: &owner::Owners,
+    args: &ListRunsArgs,
+    page: u32,
+    limit: u32,
+) -> ToolResult<ListRunsOut> {
+    let skip = (page as usize - 1) * limit as usize;
+    let wanted = args.status.map(StatusArg::status);
+    let matching = |r: &RlRun| wanted.as_ref().is_none_or(|w| &r.run_status() == w);
+    let mut merged: Vec<(Option<DateTime<Utc>>, RunSummary)> = Vec::new();
+    let (mut scanned, mut total, mut incomplete) = (0usize, Some(0u64), false);
+    for o in &owners.all {
+        let scope = owner::scope_of(&o.team);
+        let scan = platform
+            .scan_runs(
+                &scope,
+                args.mine.unwrap_or(false),
+                state.limits.status_scan_pages,
+                |runs| runs.iter().filter(|r| matching(r)).count() >= skip + limit as usize,
+            )
+            .await
+            .map_err(|e| platform_error(&format!("list the runs of the {}", o.label()), &e))?;
+        scanned += scan.runs.len();
+        total = total.zip(scan.total).map(|(a, b)| a + b);
+        incomplete |= scan.truncated;
+        let label = o.label();
+        merged.extend(scan.runs.iter().filter(|r| matching(r)).map(|r| {
+            let mut summary = RunSummary::from(r);
+            summary.owner = label.clone();
+            (parse_ts(&r.created_at), summary)
+        }));
+    }
+    // Newest first across owners (a run without a readable time sorts last).
+    merged.sort_by(|a, b| b.0.cmp(&a.0));
+    let runs: Vec<RunSummary> = merged
+        .into_iter()
+        .skip(skip)
+        .take(limit as usize)
+        .map(|(_, r)| r)
+        .collect();
+    let scope = owners.scope_text();
+    let summary = match &wanted {
+        None => format!(
+            "{} run(s) on page {page} across {scope}{}",
+            runs.len(),
+            total.map(|t| format!(" ({t} in all)")).unwrap_or_default()
+        ),
+        Some(w) => format!(
+            "{} {w} run(s) across {scope}, found among {scanned} scanned{}",
+            runs.len(),
+            if incomplete {
+                " (older runs not scanned)"
+            } else {
+                ""
+            }
+        ),
+    };
+    Ok(Outcome::done(
+        summary,
+        ListRunsOut {
+            scope: format!("every owner the key can act for: {scope}"),
+            runs,
+            total,
+            page,
+            limit,
+            total_pages: match wanted {
+                None => total.map(|t| t.div_ceil(u64::from(limit))),
+                Some(_) => None,
+            },
             scanned,
             scan_incomplete: incomplete,
         },
@@ -270,7 +359,70 @@ async fn get_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolResu
 pub struct ComponentsOut {
     pub run_id: String,
     pub run_status: String,
+    /// The rows `prime train components` shows.
     pub components: Vec<ComponentItem>,
+    /// The log components get_logs accepts for this run (its `component`, and `env` for an
+    /// env server): where to look for each part's output.
+    pub log_components: Vec<LogComponentItem>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LogComponentItem {
+    /// get_logs' `component`: orchestrator, trainer, inference or env-server.
+    pub component: String,
+    /// get_logs' `env`, for an env server.
+    pub env: Option<String>,
+    /// What these logs hold.
+    pub holds: String,
+}
+
+/// The log components of a run, for get_logs: an RL run has an orchestrator (the default), a
+/// trainer, inference servers and its env servers; an SFT run has a trainer, and with online
+/// eval also an orchestrator and inference.
+fn log_components(sft: bool, online_eval: bool, envs: &[String]) -> Vec<LogComponentItem> {
+    let item = |c: &str, holds: &str| LogComponentItem {
+        component: c.into(),
+        env: None,
+        holds: holds.into(),
+    };
+    let mut out = Vec::new();
+    if sft {
+        out.push(item(
+            "trainer",
+            "the SFT trainer: losses, steps, checkpoints, errors",
+        ));
+    }
+    if !sft || online_eval {
+        out.push(item(
+            "orchestrator",
+            "rollouts, rewards, step pacing (get_logs' default)",
+        ));
+    }
+    if !sft {
+        out.push(item(
+            "trainer",
+            "the RL trainer: losses, weight updates, checkpoints",
+        ));
+    }
+    if !sft || online_eval {
+        out.push(item(
+            "inference",
+            "the vLLM inference servers: model loading, generation errors",
+        ));
+    }
+    let mut seen: Vec<&String> = Vec::new();
+    for env in envs {
+        if seen.contains(&env) {
+            continue;
+        }
+        seen.push(env);
+        out.push(LogComponentItem {
+            component: "env-server".into(),
+            env: Some(env.clone()),
+            holds: "the environment server: dataset loading, verifier and reward errors".into(),
+        });
+    }
+    out
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -298,6 +450,11 @@ async fn get_components(
     // As `prime train components`: the primary row is the trainer for SFT, else the
     // orchestrator; an SFT run with online eval also has orchestrator and inference rows.
     let mut components = Vec::new();
+    let online_eval = run
+        .run_config
+        .as_ref()
+        .and_then(|c| c.get("eval"))
+        .is_some_and(Value::is_object);
     let row = |name: &str| ComponentItem {
         component: name.into(),
         env_name: None,
@@ -307,11 +464,6 @@ async fn get_components(
     };
     if run.is_sft() {
         components.push(row("trainer"));
-        let online_eval = run
-            .run_config
-            .as_ref()
-            .and_then(|c| c.get("eval"))
-            .is_some_and(Value::is_object);
         if online_eval {
             components.push(row("orchestrator"));
             components.push(row("inference"));
@@ -319,6 +471,12 @@ async fn get_components(
     } else {
         components.push(row("orchestrator"));
     }
+    let envs: Vec<String> = servers
+        .env_servers
+        .iter()
+        .filter_map(|s| s.env_name.clone())
+        .collect();
+    let log_components = log_components(run.is_sft(), online_eval, &envs);
     for s in servers.env_servers {
         components.push(ComponentItem {
             component: "env-server".into(),
@@ -328,19 +486,38 @@ async fn get_components(
             status: s.status,
         });
     }
+    let logs: Vec<String> = log_components
+        .iter()
+        .map(|l| match &l.env {
+            Some(e) => format!(
+                "env-server (env {})",
+                factory_policies::untrusted::one_line(e, 60)
+            ),
+            None => l.component.clone(),
+        })
+        .collect();
     Ok(Outcome::done(
         format!(
-            "{} component(s) of run {} ({})",
+            "{} component(s) of run {} ({}); get_logs components: {}",
             components.len(),
             run.id,
-            run.status
+            run.status,
+            logs.join(", ")
         ),
         ComponentsOut {
             run_id: run.id.clone(),
             run_status: run.status.clone(),
             components,
+            log_components,
         },
     ))
+}
+
+/// What to do after a launch, for its success message.
+pub(crate) fn after_launch(run_id: &str) -> String {
+    format!(
+        "Next: watch_run {{\"run_id\": \"{run_id}\"}} follows it to its first steps (diagnose_run if it does not start); stop_run ends it early; run_report sums it up when it is done."
+    )
 }
 
 pub(super) fn not_found_or(run_id: &str, what: &str, e: PlatformError) -> ToolError {
@@ -360,4 +537,42 @@ pub(super) fn parse_ts(s: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(s)
         .ok()
         .map(|t| t.with_timezone(&Utc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(items: &[LogComponentItem]) -> Vec<String> {
+        items
+            .iter()
+            .map(|l| match &l.env {
+                Some(e) => format!("{}:{e}", l.component),
+                None => l.component.clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_rl_run_names_trainer_and_inference_logs() {
+        let envs = vec!["reverse-text".to_string(), "reverse-text".to_string()];
+        assert_eq!(
+            names(&log_components(false, false, &envs)),
+            [
+                "orchestrator",
+                "trainer",
+                "inference",
+                "env-server:reverse-text"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_sft_run_has_trainer_logs_and_inference_only_with_online_eval() {
+        assert_eq!(names(&log_components(true, false, &[])), ["trainer"]);
+        assert_eq!(
+            names(&log_components(true, true, &[])),
+            ["trainer", "orchestrator", "inference"]
+        );
+    }
 }

@@ -60,10 +60,88 @@ pub struct ReportUsage {
     pub training_tokens: Option<u64>,
     pub inference_tokens: Option<u64>,
     pub total_tokens: Option<u64>,
+    /// The platform's reported cost of training so far (its billing usage), USD rounded to cents.
     pub training_cost_usd: Option<f64>,
+    /// The platform's reported cost of inference so far, USD rounded to cents.
     pub inference_cost_usd: Option<f64>,
+    /// The platform's reported total cost so far, USD rounded to cents: the figure to quote.
     pub total_cost_usd: Option<f64>,
+    /// An hourly rate derived from total_cost_usd over the run's running time on the
+    /// platform's clock — not a price the platform quotes. Null when the cost is too coarse
+    /// for a rate to mean much (see cost_per_hour_basis).
     pub cost_per_hour_usd: Option<f64>,
+    /// What cost_per_hour_usd is derived from, or why there is none.
+    pub cost_per_hour_basis: String,
+    /// Low and high bounds of the derived rate, given the cost's rounding to cents and the
+    /// one-second resolution of the clock.
+    pub cost_per_hour_range_usd: Option<[f64; 2]>,
+    /// The hourly price this server priced the run at when it planned it (runs it launched).
+    pub planned_per_hour_usd: Option<f64>,
+}
+
+/// A rate derived from a cost rounded to cents over `seconds` is too coarse when its bounds
+/// are further apart than this fraction of the rate.
+const RATE_SPREAD_LIMIT: f64 = 0.10;
+
+/// The hourly rate a reported cost implies over a span of running time, with its basis: a
+/// figure only when the cost's rounding (±$0.005) and the clock's resolution (±1 s) leave it
+/// within [`RATE_SPREAD_LIMIT`]; otherwise only the bounds, and the basis says why.
+fn derived_rate(
+    cost: Option<f64>,
+    seconds: Option<f64>,
+    clock: &str,
+) -> (Option<f64>, String, Option<[f64; 2]>) {
+    let (Some(cost), Some(secs)) = (cost, seconds) else {
+        return (
+            None,
+            match cost {
+                None => "no rate: the platform reported no total cost".into(),
+                Some(_) => {
+                    "no rate: the run's running time is unknown on the platform's clock".into()
+                }
+            },
+            None,
+        );
+    };
+    let span = format!("{} of running time ({clock})", human_span(secs));
+    if secs <= 1.0 {
+        return (None, format!("no rate: {span} is too short"), None);
+    }
+    let lo = ((cost - 0.005).max(0.0) / ((secs + 1.0) / 3600.0)).max(0.0);
+    let hi = (cost + 0.005) / ((secs - 1.0) / 3600.0);
+    let range = Some([crate::figures::cents(lo), crate::figures::cents(hi)]);
+    let rate = cost / (secs / 3600.0);
+    if cost < 0.005 || (hi - lo) > RATE_SPREAD_LIMIT * rate {
+        return (
+            None,
+            format!(
+                "too coarse for a rate: the platform reports {} (rounded to cents) over {span}, which puts the rate anywhere from {} to {}/h; quote the plan's price or wait for a longer span",
+                crate::figures::usd(cost),
+                crate::figures::usd(lo),
+                crate::figures::usd(hi)
+            ),
+            range,
+        );
+    }
+    (
+        Some(crate::figures::cents(rate)),
+        format!(
+            "derived: the platform's reported total cost {} over {span}; not a price the platform quotes",
+            crate::figures::usd(cost)
+        ),
+        range,
+    )
+}
+
+/// "42 s", "3.5 min", "2.25 h".
+fn human_span(secs: f64) -> String {
+    if secs < 120.0 {
+        format!("{secs:.0} s")
+    } else if secs < 7200.0 {
+        format!("{:.1} min", secs / 60.0)
+    } else {
+        format!("{:.2} h", secs / 3600.0)
+    }
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -125,7 +203,7 @@ pub fn report_summary(r: &RunReport) -> String {
         r.usage
             .as_ref()
             .and_then(|u| u.total_cost_usd)
-            .map(|c| format!(", ${c:.2}"))
+            .map(|c| format!(", {} reported by the platform", crate::figures::usd(c)))
             .unwrap_or_default()
     )
 }
@@ -206,24 +284,42 @@ pub async fn build_report(
     } else {
         None
     };
-    let duration_s = match (started, ended) {
-        (Some(s), Some(e)) => Some((e - s).num_milliseconds() as f64 / 1000.0),
-        (Some(s), None) => Some((chrono::Utc::now() - s).num_milliseconds().max(0) as f64 / 1000.0),
+    // Time on the platform's clock: its own timestamps for a run that ended, its `Date` for one
+    // that runs — a skewed local clock must not bend the rate.
+    let (now, clock) = match (ended, platform.server_time()) {
+        (Some(e), _) => (
+            Some(e),
+            "started_at to completed_at, the platform's timestamps",
+        ),
+        (None, Some(t)) => (Some(t), "started_at to now by the platform's Date header"),
+        (None, None) => (None, ""),
+    };
+    let duration_s = match (started, now) {
+        (Some(s), Some(e)) => Some(((e - s).num_milliseconds().max(0) as f64) / 1000.0),
         _ => None,
     };
+    let planned = planned_rate(state, &run.id).await;
     let usage = usage.map(|u| {
-        let hours = duration_s.map(|d| d / 3600.0).filter(|h| *h > 0.0);
+        let (rate, basis, range) = derived_rate(u.total_cost_usd, duration_s, clock);
         ReportUsage {
             training_tokens: u.training.as_ref().and_then(|b| b.tokens),
             inference_tokens: u.inference.as_ref().and_then(|b| b.tokens),
             total_tokens: u.total_tokens,
-            training_cost_usd: u.training.as_ref().and_then(|b| b.cost_usd),
-            inference_cost_usd: u.inference.as_ref().and_then(|b| b.cost_usd),
-            total_cost_usd: u.total_cost_usd,
-            cost_per_hour_usd: match (u.total_cost_usd, hours) {
-                (Some(c), Some(h)) => Some((c / h * 100.0).round() / 100.0),
-                _ => None,
-            },
+            training_cost_usd: u
+                .training
+                .as_ref()
+                .and_then(|b| b.cost_usd)
+                .map(crate::figures::cents),
+            inference_cost_usd: u
+                .inference
+                .as_ref()
+                .and_then(|b| b.cost_usd)
+                .map(crate::figures::cents),
+            total_cost_usd: u.total_cost_usd.map(crate::figures::cents),
+            cost_per_hour_usd: rate,
+            cost_per_hour_basis: basis,
+            cost_per_hour_range_usd: range,
+            planned_per_hour_usd: planned,
         }
     });
 
@@ -299,6 +395,26 @@ pub async fn build_report(
     })
 }
 
+/// The hourly price a plan of this server priced the run at, from the dispatch journal.
+async fn planned_rate(state: &AppState, run_id: &str) -> Option<f64> {
+    let store = state.store().ok()?;
+    store
+        .dispatched_runs()
+        .await
+        .ok()?
+        .into_iter()
+        .find_map(|d| match d.state {
+            factory_policies::store::DispatchState::Dispatched {
+                run_id: id,
+                details,
+            } if id == run_id => details
+                .get("rate_per_hour_usd")
+                .and_then(serde_json::Value::as_f64)
+                .map(crate::figures::cents),
+            _ => None,
+        })
+}
+
 async fn count_traces(state: &AppState, run: &RlRun, dir: Option<&Path>) -> ReportTraces {
     let run_id = run.id.as_str();
     let mut out = ReportTraces {
@@ -363,5 +479,49 @@ pub async fn report_when_synced(
             return Ok(report);
         }
         state.polls.pace(state.limits.stop_poll, deadline).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cent_over_a_short_span_is_too_coarse_for_a_rate() {
+        // The trial's case: $0.02 reported after 11 s of a plan priced at $4.98/h reads as
+        // $6.55/h when divided out; the bounds say it could be anywhere from $4.50 to $9.00.
+        let (rate, basis, range) = derived_rate(Some(0.02), Some(11.0), "clock");
+        assert_eq!(rate, None);
+        assert!(basis.contains("too coarse"), "{basis}");
+        let [lo, hi] = range.unwrap();
+        assert!(lo <= 4.98 && hi >= 4.98, "{lo}..{hi}");
+    }
+
+    #[test]
+    fn a_long_span_gives_a_derived_rate_with_its_basis() {
+        // Two hours at $4.98/h: $9.96 reported.
+        let (rate, basis, range) =
+            derived_rate(Some(9.96), Some(7200.0), "the platform's timestamps");
+        assert_eq!(rate, Some(4.98));
+        assert!(
+            basis.starts_with("derived: the platform's reported total cost $9.96 over 2.00 h"),
+            "{basis}"
+        );
+        let [lo, hi] = range.unwrap();
+        assert!(lo <= 4.98 && 4.98 <= hi);
+    }
+
+    #[test]
+    fn nothing_reported_yet_is_no_rate_and_no_negative_zero() {
+        let (rate, basis, range) = derived_rate(Some(0.0), Some(30.0), "clock");
+        assert_eq!(rate, None);
+        assert!(
+            !basis.contains("-$0.00") && !basis.contains("$-0.00"),
+            "{basis}"
+        );
+        assert!(range.unwrap()[0].is_sign_positive());
+        let (rate, basis, _) = derived_rate(Some(1.0), None, "clock");
+        assert_eq!(rate, None);
+        assert!(basis.contains("running time is unknown"));
     }
 }

@@ -1,0 +1,297 @@
+//! One owner story and figures a person can trust (issue 18 §2 config side, §3, §4), end to
+//! end through MCP against the sandbox: a key that acts for two teams sees every owner's runs,
+//! `whoami` says the owner is ambiguous, money figures say what they are, components name the
+//! log components, and the validator warns about local paths and refuses a pasted W&B key.
+
+mod common;
+
+use common::{Era, World, call, err, ok, rl_config, text};
+use factory_sandbox::{TEAM_ALPHA_ID, TEAM_BETA_ID};
+use serde_json::{Value, json};
+
+/// Alice (user 0) belongs to Team Alpha and Team Beta and has no team chosen.
+const ALICE: usize = 0;
+/// Bob (user 1) is Team Beta's admin.
+const BOB: usize = 1;
+
+fn ids(list: &Value) -> Vec<String> {
+    list["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn list_runs_without_an_owner_shows_every_owner_and_whoami_says_the_owner_is_ambiguous() {
+    let w = World::new().await;
+    // A teammate's active run in Team Beta, and Alice's own personal run.
+    let team_run = w
+        .create_run(BOB, "beta-active", 1000, Some(TEAM_BETA_ID))
+        .await;
+    let personal_run = w.create_run(ALICE, "alice-personal", 1000, None).await;
+    w.advance(10);
+    let c = w.client(ALICE, &[], Era::Modern).await;
+
+    let who = call(&c, "whoami", json!({})).await;
+    let summary = text(&who);
+    let who = ok(&who);
+    assert_eq!(who["owner"]["standing"], "ambiguous", "{who}");
+    assert!(
+        !summary.contains("acting for the personal account"),
+        "{summary}"
+    );
+    assert!(summary.contains("owner ambiguous"), "{summary}");
+    for team in [TEAM_ALPHA_ID, TEAM_BETA_ID] {
+        assert!(summary.contains(team), "{summary}");
+        assert!(
+            who["owner"]["can_act_for"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|o| o.as_str().unwrap().contains(team)),
+            "{who}"
+        );
+    }
+    // The spend covers every owner: the team's active run counts.
+    assert!(
+        who["spend"]["active_runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == team_run.as_str()),
+        "{who}"
+    );
+
+    let listed = call(&c, "list_runs", json!({})).await;
+    let summary = text(&listed);
+    let listed = ok(&listed);
+    let found = ids(&listed);
+    assert!(found.contains(&team_run), "{listed}");
+    assert!(found.contains(&personal_run), "{listed}");
+    assert!(
+        summary.contains("the personal account and 2 team(s)"),
+        "{summary}"
+    );
+    let label = |id: &str| {
+        listed["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| r["owner"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    assert_eq!(label(&personal_run), "personal account");
+    assert!(
+        label(&team_run).starts_with(&format!("team {TEAM_BETA_ID}")),
+        "{}",
+        label(&team_run)
+    );
+    // The status filter covers every owner too.
+    let running = ok(&call(&c, "list_runs", json!({"status": "RUNNING"})).await);
+    assert!(ids(&running).contains(&team_run), "{running}");
+
+    // Naming an owner still narrows the list to it.
+    let personal = ok(&call(&c, "list_runs", json!({"personal": true})).await);
+    assert_eq!(ids(&personal), vec![personal_run.clone()]);
+    assert_eq!(personal["scope"], "personal account");
+    let beta = ok(&call(&c, "list_runs", json!({"team_id": TEAM_BETA_ID})).await);
+    assert_eq!(ids(&beta), vec![team_run.clone()]);
+    c.cancel().await.unwrap();
+
+    // A key with one owner is not ambiguous.
+    let c = w.client(3, &[], Era::Legacy).await;
+    let who = ok(&call(&c, "whoami", json!({})).await);
+    assert_eq!(who["owner"]["standing"], "personal", "{who}");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn run_report_money_says_what_it_is_and_a_coarse_rate_is_not_given_as_a_figure() {
+    let w = World::new().await;
+    let run = w.create_run(ALICE, "priced", 10_000, None).await;
+    // QUEUED 2 s + PENDING 3 s, then 11 s of running: a cost of a cent or two.
+    w.advance(16);
+    let c = w.client(ALICE, &[], Era::Modern).await;
+    let short = call(&c, "run_report", json!({"run_id": run})).await;
+    let summary = text(&short);
+    let short = ok(&short);
+    let usage = &short["usage"];
+    assert!(usage["total_cost_usd"].is_number(), "{short}");
+    assert!(usage["cost_per_hour_usd"].is_null(), "{usage}");
+    let basis = usage["cost_per_hour_basis"].as_str().unwrap();
+    assert!(basis.contains("too coarse"), "{basis}");
+    assert!(basis.contains("platform's Date header"), "{basis}");
+    let range = usage["cost_per_hour_range_usd"].as_array().unwrap();
+    assert!(range[0].as_f64().unwrap() < range[1].as_f64().unwrap());
+    assert!(summary.contains("reported by the platform"), "{summary}");
+    assert!(!summary.contains("-0.00") && !basis.contains("-0.00"));
+
+    // Two hours on: a rate derived over a span that long means something, and says its basis.
+    w.advance(7200);
+    let long = ok(&call(&c, "run_report", json!({"run_id": run})).await);
+    let usage = &long["usage"];
+    let rate = usage["cost_per_hour_usd"].as_f64().expect("a derived rate");
+    let basis = usage["cost_per_hour_basis"].as_str().unwrap();
+    assert!(
+        basis.starts_with("derived: the platform's reported total cost"),
+        "{basis}"
+    );
+    let [lo, hi] = [0, 1].map(|i| usage["cost_per_hour_range_usd"][i].as_f64().unwrap());
+    assert!(lo <= rate && rate <= hi, "{usage}");
+    // The sandbox bills 2 GPUs at the run's price: the rate is that price, not a rounding.
+    let total = usage["total_cost_usd"].as_f64().unwrap();
+    let hours = long["duration_s"].as_f64().unwrap() / 3600.0;
+    assert!((rate - total / hours).abs() < 0.01, "{long}");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn get_components_names_the_log_components_get_logs_accepts() {
+    let w = World::new().await;
+    let run = w.create_run(ALICE, "components", 100, None).await;
+    w.advance(10);
+    let c = w.client(ALICE, &[], Era::Legacy).await;
+    let comps = call(&c, "get_components", json!({"run_id": run})).await;
+    let summary = text(&comps);
+    let comps = ok(&comps);
+    // The CLI's rows stay.
+    assert_eq!(comps["components"][0]["component"], "orchestrator");
+    let logs: Vec<&str> = comps["log_components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["component"].as_str().unwrap())
+        .collect();
+    for want in ["orchestrator", "trainer", "inference"] {
+        assert!(logs.contains(&want), "{logs:?}");
+    }
+    assert!(summary.contains("get_logs components"), "{summary}");
+    // Each named component is one get_logs accepts for this run.
+    for l in comps["log_components"].as_array().unwrap() {
+        let mut args = json!({"run_id": run, "component": l["component"], "tail": 5});
+        if let Some(env) = l["env"].as_str() {
+            args["env"] = json!(env);
+        }
+        ok(&call(&c, "get_logs", args).await);
+    }
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_validator_warns_about_local_paths_and_refuses_a_pasted_wandb_key() {
+    let w = World::new().await;
+    std::fs::write(w.workspace.path().join("train.jsonl"), "{}\n").unwrap();
+    let c = w.client(ALICE, &[], Era::Modern).await;
+    let sha = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+    let config = rl_config("paths", 10).replace(
+        "[orchestrator.train.source.env.taskset]\nid = \"reverse-text\"\n",
+        &format!(
+            "[orchestrator.train.source.env.taskset]\nid = \"reverse-text\"\nrevision = \"{sha}\"\ndata_files = \"./data/train.jsonl\"\nextra = \"train.jsonl\"\nsplit = \"train\"\n"
+        ),
+    ) + "\n[ckpt]\ninterval = 5\n";
+    let v = ok(&call(
+        &c,
+        "validate_config",
+        json!({"config_toml": config, "offline": true}),
+    )
+    .await);
+    let findings = v["findings"].as_array().unwrap();
+    let at = |p: &str| {
+        findings
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with(p))
+    };
+    let relative = at("taskset.data_files").unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(relative["severity"], "warning");
+    assert!(
+        relative["message"]
+            .as_str()
+            .unwrap()
+            .contains("a path in TOML does not upload the file"),
+        "{relative}"
+    );
+    let existing = at("taskset.extra").unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        existing["message"]
+            .as_str()
+            .unwrap()
+            .contains("names a file in the workspace"),
+        "{existing}"
+    );
+    assert!(at("taskset.split").is_none(), "{v}");
+    assert!(
+        at("taskset.revision").is_none(),
+        "a commit SHA is fine: {v}"
+    );
+    let ckpt = findings
+        .iter()
+        .find(|f| f["path"] == "ckpt")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        ckpt["message"]
+            .as_str()
+            .unwrap()
+            .contains("fetch_checkpoint"),
+        "{ckpt}"
+    );
+    assert_eq!(v["valid"], true, "warnings never block: {v}");
+
+    // 40 hex in [monitors.wandb] is a W&B key: an error in validate_config …
+    let key = "0123456789abcdef0123456789abcdef01234567";
+    let pasted = rl_config("wandb", 10) + &format!("\n[monitors.wandb]\nproject = \"{key}\"\n");
+    let v = call(
+        &c,
+        "validate_config",
+        json!({"config_toml": pasted, "offline": true}),
+    )
+    .await;
+    assert!(!text(&v).contains(key), "the key is never echoed");
+    let v = ok(&v);
+    assert_eq!(v["valid"], false, "{v}");
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == "monitors.wandb.project"
+                && f["severity"] == "error"
+                && f["message"].as_str().unwrap().contains("W&B API key")),
+        "{v}"
+    );
+    // … and refused by plan_run before anything else.
+    let refused = err(&call(
+        &c,
+        "plan_run",
+        json!({"config_toml": pasted, "personal": true}),
+    )
+    .await);
+    assert!(refused.contains("W&B API key"), "{refused}");
+    assert!(!refused.contains(key));
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn plan_run_warns_about_a_local_path_in_a_taskset_argument() {
+    let w = World::new().await;
+    let c = w.client(ALICE, &[], Era::Modern).await;
+    let config = rl_config("plan-paths", 10).replace(
+        "[orchestrator.train.source.env.taskset]\nid = \"reverse-text\"\n",
+        "[orchestrator.train.source.env.taskset]\nid = \"reverse-text\"\ndata_files = \"~/data/train.jsonl\"\n",
+    );
+    let plan = call(
+        &c,
+        "plan_run",
+        json!({"config_toml": config, "personal": true}),
+    )
+    .await;
+    let all = text(&plan);
+    assert!(
+        all.contains("taskset.data_files")
+            && all.contains("a path in TOML does not upload the file"),
+        "{all}"
+    );
+    c.cancel().await.unwrap();
+}
