@@ -71,6 +71,24 @@ pub fn check_env_names(names: &[String]) -> Result<Vec<String>, EnvNameRefusal> 
     Ok(out)
 }
 
+/// Refuse a plan that names a secret the server holds no value for (`has_value`), before a
+/// person is asked: the launch could not send it.
+pub fn check_values_held(names: &[String], has_value: impl Fn(&str) -> bool) -> Result<(), String> {
+    let missing: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !has_value(n))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list = missing.join(", ");
+    Err(format!(
+        "env names {list}, but the server has no value for {}: set it in the server's environment (or the policy's secrets.env_file) and restart the server, or drop it from env. Nothing was planned.",
+        if missing.len() == 1 { "it" } else { "them" }
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +114,18 @@ mod tests {
             e.to_string()
                 .starts_with("env[1]: `AWS_SECRET` cannot be forwarded")
         );
+    }
+
+    #[test]
+    fn a_name_without_a_value_on_the_server_is_refused_by_name() {
+        let held = |n: &str| n == "WANDB_API_KEY";
+        assert!(check_values_held(&names(&["WANDB_API_KEY"]), held).is_ok());
+        let e = check_values_held(&names(&["WANDB_API_KEY", "HF_TOKEN"]), held).unwrap_err();
+        assert!(
+            e.starts_with("env names HF_TOKEN, but the server has no value for it"),
+            "{e}"
+        );
+        assert!(check_values_held(&[], held).is_ok());
     }
 
     #[test]

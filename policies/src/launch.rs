@@ -6,7 +6,8 @@ use factory_platform::wire::{account::AvailableModels, runs::RlRun};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::policy::Policy;
+use crate::capacity::{Capacity, CapacityKind};
+use crate::policy::{ConfirmMode, Policy};
 
 /// JSON with object keys sorted at every level and no insignificant whitespace, so equal
 /// documents give equal digests whatever order their keys came in.
@@ -80,24 +81,53 @@ pub struct Price {
     /// How the figure was reached, or why there is none.
     pub basis: String,
     pub notes: Vec<String>,
+    /// The plan runs on reserved capacity (no published price): the figure, when there is
+    /// one, is the policy's `reserved_price_per_gpu_hour_usd`.
+    #[serde(default)]
+    pub reserved: bool,
 }
 
-/// Price a plan: on-demand price × (trainer + inference GPUs). Without a GPU type, the highest
-/// on-demand price among the types the model can use (the platform may pick any of them).
+/// What a person reads for an unpriced reserved plan.
+pub const RESERVED_NOT_COUNTED: &str = "reserved — not counted in budgets";
+
+/// Price a plan on its capacity: on-demand price × (trainer + inference GPUs), or, on reserved
+/// capacity, the policy's `reserved_price` (none: not counted). Without a GPU type on
+/// on-demand capacity, the highest on-demand price among the types the model can use (the
+/// platform may pick any of them).
 pub fn price(
     models: &AvailableModels,
+    capacity: &Capacity,
     model: Option<&str>,
-    gpu_type: Option<&str>,
     gpus: Option<u64>,
+    reserved_price: Option<f64>,
 ) -> Price {
     let mut notes = Vec::new();
     if models.on_demand_beta_access == Some(false) {
-        notes.push("This owner has no on-demand (beta) access: the run needs reserved capacity, and on-demand prices below are for reference only.".to_string());
+        notes.push("This owner has no on-demand (beta) access: the run needs reserved capacity, and on-demand prices are for reference only.".to_string());
     }
-    notes.push("Reserved capacity, where the team has it, is billed at its own (usually lower) rate: the figure is the on-demand worst case.".to_string());
+    let reserved = capacity.kind == CapacityKind::Reserved;
     let offer = |t: &str| models.on_demand.iter().find(|o| o.gpu_type == t);
-    let (gpu, per_gpu, basis) = match gpu_type {
-        Some(t) => match offer(t) {
+    let (gpu, per_gpu, basis) = match (capacity.kind, capacity.gpu_type.as_deref()) {
+        (CapacityKind::Reserved, t) => {
+            let t = t.unwrap_or("a reserved cluster");
+            match reserved_price {
+                Some(p) => (
+                    Some(t.to_string()),
+                    Some(p),
+                    format!(
+                        "reserved capacity ({t}), counted at the policy's reserved_price_per_gpu_hour_usd"
+                    ),
+                ),
+                None => (
+                    Some(t.to_string()),
+                    None,
+                    format!(
+                        "{RESERVED_NOT_COUNTED}: reserved capacity ({t}) has no published price; the policy key reserved_price_per_gpu_hour_usd counts it"
+                    ),
+                ),
+            }
+        }
+        (_, Some(t)) => match offer(t) {
             Some(o) => (
                 Some(t.to_string()),
                 Some(o.price_per_gpu_hour),
@@ -109,7 +139,7 @@ pub fn price(
                 format!("no on-demand price is listed for {t}"),
             ),
         },
-        None => {
+        (_, None) => {
             let usable: Vec<&str> = model
                 .and_then(|m| models.models.iter().find(|x| x.name == m))
                 .map(|m| {
@@ -161,6 +191,7 @@ pub fn price(
         per_hour_usd: per_hour,
         basis,
         notes,
+        reserved,
     }
 }
 
@@ -182,9 +213,14 @@ pub struct ActiveRun {
 }
 
 /// Estimate a run's hourly rate from its GPU count and its cluster's GPU type. Mapping
-/// `primeClusterId` to the models' `clusterId` is our inference (undocumented); without a
-/// match, the highest on-demand price is used.
-pub fn estimate_rate(run: &RlRun, models: &AvailableModels) -> Option<f64> {
+/// `primeClusterId` to the models' `clusterId` is our inference (undocumented); a cluster of a
+/// type with no on-demand offer is reserved capacity, counted at `reserved_price` (none:
+/// unknown); without a match, the highest on-demand price is used.
+pub fn estimate_rate(
+    run: &RlRun,
+    models: &AvailableModels,
+    reserved_price: Option<f64>,
+) -> Option<f64> {
     let gpus = run.gpu_count? as f64;
     let gpu_type = run.prime_cluster_id.as_deref().and_then(|cid| {
         models
@@ -194,16 +230,17 @@ pub fn estimate_rate(run: &RlRun, models: &AvailableModels) -> Option<f64> {
             .find(|c| c.cluster_id == cid)
             .and_then(|c| c.gpu_type.clone())
     });
-    let price = gpu_type
-        .and_then(|t| models.on_demand.iter().find(|o| o.gpu_type == t))
-        .map(|o| o.price_per_gpu_hour)
-        .or_else(|| {
-            models
-                .on_demand
-                .iter()
-                .map(|o| o.price_per_gpu_hour)
-                .max_by(f64::total_cmp)
-        })?;
+    let price = match gpu_type {
+        Some(t) => match models.on_demand.iter().find(|o| o.gpu_type == t) {
+            Some(o) => Some(o.price_per_gpu_hour),
+            None => reserved_price,
+        },
+        None => models
+            .on_demand
+            .iter()
+            .map(|o| o.price_per_gpu_hour)
+            .max_by(f64::total_cmp),
+    }?;
     Some(round_cents(price * gpus))
 }
 
@@ -215,6 +252,8 @@ pub struct PlanFigures<'a> {
     pub gpus: Option<u64>,
     pub per_hour_usd: Option<f64>,
     pub max_steps: Option<i64>,
+    /// Runs on reserved capacity (an unpriced one is not counted in the cost caps).
+    pub reserved: bool,
 }
 
 /// A limit the plan would break, with the figures.
@@ -275,6 +314,13 @@ pub fn check_budgets(
             }),
         }
     }
+    let unpriced_reserved = plan.reserved && plan.per_hour_usd.is_none();
+    if unpriced_reserved && policy.confirm == ConfirmMode::Plan {
+        v.push(Violation {
+            key: "reserved_price_per_gpu_hour_usd",
+            message: "the run uses reserved capacity, which has no published price, so the cost caps cannot be checked and confirm = \"plan\" would launch it unchecked; set reserved_price_per_gpu_hour_usd in the policy (or use confirm = \"human\")".to_string(),
+        });
+    }
     if let Some(max) = policy.max_cost_per_hour_usd {
         match plan.per_hour_usd {
             Some(p) if p > max => v.push(Violation {
@@ -282,6 +328,7 @@ pub fn check_budgets(
                 message: format!("the run costs ${p:.2}/h; max_cost_per_hour_usd is ${max:.2}"),
             }),
             Some(_) => {}
+            None if unpriced_reserved => {}
             None => v.push(Violation {
                 key: "max_cost_per_hour_usd",
                 message: format!("the run's hourly price is unknown, so max_cost_per_hour_usd (${max:.2}) cannot be checked; set gpu_type and [deployment] counts"),
@@ -330,6 +377,7 @@ pub fn check_budgets(
                 ),
             }),
             Some(_) => {}
+            None if unpriced_reserved => {}
             None => v.push(Violation {
                 key: "max_active_cost_per_hour_usd",
                 message: format!("the run's hourly price is unknown, so max_active_cost_per_hour_usd (${max:.2}) cannot be checked"),
@@ -337,6 +385,18 @@ pub fn check_budgets(
         }
     }
     v
+}
+
+/// Whether a failed `POST /training/runs/prepare` stops a plan before a person is asked
+/// (§6.2's table, as `prime train run` reacts): a malformed answer or a 4xx (a ref the team
+/// may not use is 403) stops it; a 5xx, a timeout, a rate limit or no answer at all skips
+/// (the platform still validates on submission). 404/405 never get here: they mean the
+/// platform has no prepare, and the plan goes on.
+pub fn prepare_failure_stops(status: Option<u16>, timed_out: bool, malformed: bool) -> bool {
+    if malformed {
+        return true;
+    }
+    !timed_out && matches!(status, Some(s) if (400..500).contains(&s) && s != 429)
 }
 
 /// Why a failed run would fail again with the same config, if it would: a config, import,
@@ -479,9 +539,16 @@ mod tests {
         assert_eq!(config_digest(&a), config_digest(&b));
     }
 
+    fn on_demand(gpu_type: Option<&str>) -> Capacity {
+        Capacity {
+            kind: CapacityKind::OnDemand,
+            gpu_type: gpu_type.map(str::to_string),
+        }
+    }
+
     #[test]
     fn price_without_gpu_type_is_the_dearest_type_the_model_can_use() {
-        let p = price(&models(), Some("m"), None, Some(4));
+        let p = price(&models(), &on_demand(None), Some("m"), Some(4), None);
         assert_eq!(p.gpu_type.as_deref(), Some("H200_141GB"));
         assert_eq!(p.per_hour_usd, Some(14.0));
         assert!(
@@ -489,11 +556,65 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("no on-demand (beta) access"))
         );
-        let p = price(&models(), Some("m"), Some("H100_80GB"), Some(3));
+        let p = price(
+            &models(),
+            &on_demand(Some("H100_80GB")),
+            Some("m"),
+            Some(3),
+            None,
+        );
         assert_eq!(p.per_hour_usd, Some(6.0));
-        let p = price(&models(), Some("m"), None, None);
+        assert!(!p.reserved);
+        let p = price(&models(), &on_demand(None), Some("m"), None, None);
         assert_eq!(p.per_hour_usd, None);
         assert!(p.basis.contains("not derivable"));
+    }
+
+    #[test]
+    fn reserved_capacity_is_priced_only_by_the_policy_key() {
+        let reserved = Capacity {
+            kind: CapacityKind::Reserved,
+            gpu_type: Some("A100_80GB".into()),
+        };
+        let p = price(&models(), &reserved, Some("m"), Some(2), None);
+        assert!(p.reserved);
+        assert_eq!((p.per_gpu_hour_usd, p.per_hour_usd), (None, None));
+        assert!(p.basis.starts_with(RESERVED_NOT_COUNTED), "{}", p.basis);
+        let p = price(&models(), &reserved, Some("m"), Some(2), Some(1.25));
+        assert_eq!(p.per_hour_usd, Some(2.5));
+        assert!(p.basis.contains("reserved_price_per_gpu_hour_usd"));
+    }
+
+    #[test]
+    fn an_unpriced_reserved_plan_is_refused_in_plan_mode_and_not_counted_otherwise() {
+        let figures = PlanFigures {
+            gpu_type: Some("A100_80GB"),
+            gpus: Some(2),
+            max_steps: Some(10),
+            reserved: true,
+            ..PlanFigures::default()
+        };
+        let capped = |confirm| Policy {
+            confirm,
+            max_cost_per_hour_usd: Some(10.0),
+            max_active_cost_per_hour_usd: Some(20.0),
+            ..Policy::default()
+        };
+        let v = check_budgets(&capped(ConfirmMode::Plan), &figures, &[]);
+        let keys: Vec<_> = v.iter().map(|x| x.key).collect();
+        assert_eq!(keys, vec!["reserved_price_per_gpu_hour_usd"]);
+        assert!(v[0].message.contains("cannot be checked"));
+        assert!(check_budgets(&capped(ConfirmMode::Human), &figures, &[]).is_empty());
+        // Priced by the policy key: counted like any other price.
+        let priced = PlanFigures {
+            per_hour_usd: Some(12.0),
+            ..figures
+        };
+        let keys: Vec<_> = check_budgets(&capped(ConfirmMode::Plan), &priced, &[])
+            .iter()
+            .map(|x| x.key)
+            .collect();
+        assert_eq!(keys, vec!["max_cost_per_hour_usd"]);
     }
 
     #[test]
@@ -530,6 +651,7 @@ mod tests {
             gpus: Some(16),
             per_hour_usd: Some(56.0),
             max_steps: None,
+            reserved: false,
         };
         let v = check_budgets(&policy, &plan, &active);
         let keys: Vec<_> = v.iter().map(|x| x.key).collect();
@@ -551,8 +673,20 @@ mod tests {
             gpus: Some(4),
             per_hour_usd: Some(8.0),
             max_steps: Some(50),
+            reserved: false,
         };
         assert!(check_budgets(&policy, &ok, &active[..1]).is_empty());
+    }
+
+    #[test]
+    fn a_prepare_refusal_stops_the_plan_and_an_outage_does_not() {
+        assert!(prepare_failure_stops(Some(403), false, false));
+        assert!(prepare_failure_stops(Some(422), false, false));
+        assert!(prepare_failure_stops(None, false, true));
+        assert!(!prepare_failure_stops(Some(503), false, false));
+        assert!(!prepare_failure_stops(Some(429), false, false));
+        assert!(!prepare_failure_stops(None, true, false));
+        assert!(!prepare_failure_stops(None, false, false));
     }
 
     fn failed(root: &str) -> RlRun {
@@ -585,8 +719,18 @@ mod tests {
         let mut run = failed("x");
         run.gpu_count = Some(2);
         run.prime_cluster_id = Some("c1".into());
-        assert_eq!(estimate_rate(&run, &models()), Some(4.0));
+        assert_eq!(estimate_rate(&run, &models(), None), Some(4.0));
         run.prime_cluster_id = Some("elsewhere".into());
-        assert_eq!(estimate_rate(&run, &models()), Some(12.0));
+        assert_eq!(estimate_rate(&run, &models(), None), Some(12.0));
+        // A reserved cluster (a type with no on-demand offer): the policy's rate, else unknown.
+        let mut m = models();
+        m.models[0].clusters.push(ModelCluster {
+            cluster_id: "r1".into(),
+            cluster_name: "reserved".into(),
+            gpu_type: Some("A100_80GB".into()),
+        });
+        run.prime_cluster_id = Some("r1".into());
+        assert_eq!(estimate_rate(&run, &m, None), None);
+        assert_eq!(estimate_rate(&run, &m, Some(1.5)), Some(3.0));
     }
 }

@@ -1,6 +1,6 @@
 //! Every allow/deny/which-path decision, as pure functions over typed inputs: the secret
 //! guard, redaction, path containment, the policy file (`policy`), digests, prices and budgets
-//! (`launch`), duplicates and repeated failures (`duplicates`), what the assistant may
+//! (`launch`), capacity and the cached-model rule (`capacity`), duplicates and repeated failures (`duplicates`), what the assistant may
 //! override (`overrides`), which secrets a run may receive (`forwarding`), who confirms through
 //! which channel (`confirmation`), the dispatch settle rules (`dispatch`) and the lifecycle
 //! preconditions (`lifecycle`), and the watchdog's stall, limit and action decisions
@@ -9,6 +9,7 @@
 //! touch (`files`, `upload`), and who may run a config checker with which environment
 //! (`checkers`) — the only I/O here.
 
+pub mod capacity;
 pub mod checkers;
 pub mod confirmation;
 mod detect;

@@ -196,6 +196,11 @@ pub struct Policy {
     /// Cap on the summed hourly price of all active runs plus the new one.
     pub max_active_cost_per_hour_usd: Option<f64>,
     pub max_steps: Option<u64>,
+    /// What a GPU-hour of reserved capacity costs, so budgets count reserved runs (the
+    /// platform publishes no price for it). Absent: a reserved plan is shown as "reserved —
+    /// not counted in budgets", and refused under `confirm = "plan"` (the caps cannot be
+    /// checked).
+    pub reserved_price_per_gpu_hour_usd: Option<f64>,
     /// Whether the model may set `personal` / `relaunch_after_failure` in plan mode.
     pub allow_model_overrides: bool,
     pub secrets: SecretsPolicy,
@@ -229,6 +234,7 @@ impl Default for Policy {
             max_active_runs: None,
             max_active_cost_per_hour_usd: None,
             max_steps: None,
+            reserved_price_per_gpu_hour_usd: None,
             allow_model_overrides: false,
             secrets: SecretsPolicy::default(),
             workspace: None,
@@ -367,6 +373,10 @@ impl Policy {
             (
                 "max_active_cost_per_hour_usd",
                 self.max_active_cost_per_hour_usd,
+            ),
+            (
+                "reserved_price_per_gpu_hour_usd",
+                self.reserved_price_per_gpu_hour_usd,
             ),
         ] {
             if let Some(v) = cap

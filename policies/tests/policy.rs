@@ -39,6 +39,7 @@ fn every_key_is_accepted() {
         max_active_runs = 2
         max_active_cost_per_hour_usd = 50
         max_steps = 1000
+        reserved_price_per_gpu_hour_usd = 1.5
         allow_model_overrides = true
         workspace = "/srv/work"
         allow_dirs = ["/data"]
@@ -59,6 +60,7 @@ fn every_key_is_accepted() {
     "#;
     let p = Policy::from_toml_str(text).expect("full");
     assert_eq!(p.max_active_cost_per_hour_usd, Some(50.0));
+    assert_eq!(p.reserved_price_per_gpu_hour_usd, Some(1.5));
     assert!(p.allows_team(None));
     assert!(p.allows_team(Some("team_abc")));
     assert!(!p.allows_team(Some("team_other")));
@@ -143,6 +145,10 @@ fn zero_and_negative_caps_are_refused() {
     assert_eq!(
         key_of("max_active_cost_per_hour_usd = 0"),
         "max_active_cost_per_hour_usd"
+    );
+    assert_eq!(
+        key_of("reserved_price_per_gpu_hour_usd = -1.0"),
+        "reserved_price_per_gpu_hour_usd"
     );
     assert_eq!(key_of("max_gpus_per_run = 0"), "max_gpus_per_run");
     assert_eq!(key_of("max_steps = 0"), "max_steps");

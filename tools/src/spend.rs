@@ -54,7 +54,10 @@ pub(crate) async fn active_spend(
             let ours = journalled.iter().find(|(id, _)| id == &r.id);
             let (rate, estimated) = match ours {
                 Some((_, Some(rate))) => (Some(*rate), false),
-                _ => (launch::estimate_rate(r, models), true),
+                _ => (
+                    launch::estimate_rate(r, models, state.policy.reserved_price_per_gpu_hour_usd),
+                    true,
+                ),
             };
             ActiveRun {
                 id: r.id.clone(),

@@ -4,12 +4,16 @@
 //! (`launch`, `duplicates`, `overrides`, `forwarding`, `confirmation`, `dispatch`); durable
 //! state from `factory_policies::store`.
 //!
-//! `plan` and `resume` make plans; `request` builds the typed request a plan stores and the
+//! `plan` and `resume` make plans; `checks` asks the owner's account (GPU types, capacity,
+//! cached weights) and the platform's `prepare`; `identity` gives the launch identities the
+//! duplicate decision compares; `request` builds the typed request a plan stores and the
 //! wire request a dispatch sends; `summary` writes the plan's screen; `run` is the shared
 //! pipeline of `launch_run`/`resume_run`; `reconcile` settles a dispatch in doubt;
 //! `dispatch` sends it once; `volumes` creates a plan's volume once.
 
+mod checks;
 mod dispatch;
+mod identity;
 mod plan;
 mod reconcile;
 mod request;

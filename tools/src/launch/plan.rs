@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use factory_platform::wire::{account::AvailableModels, volumes::Volume};
+use factory_platform::wire::{runs::RlRun, volumes::Volume};
 use factory_policies::{
     ConfirmMode, duplicates, forwarding,
     launch::{self, ActiveRun, PlanFigures},
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
-    KIND_LAUNCH, PlanBody, PlannedRequest, VolumePlan,
+    KIND_LAUNCH, PlanBody, PlannedRequest, VolumePlan, checks, identity,
     request::{self, ResolvedLaunch},
     resume,
     run::enforce_budgets,
@@ -27,11 +27,11 @@ use crate::{
     audit::audit,
     error::ToolError,
     ids::PlanId,
-    owner::{self, Owner, scope_of},
+    owner::{self, Owner},
     reply::{Outcome, ToolResult},
     server::Call,
     spend::{active_spend, owner_runs},
-    state::{AppState, platform_error},
+    state::AppState,
     validation::{self, ValidationInput},
 };
 
@@ -126,13 +126,13 @@ pub(super) async fn plan_run(
     args: PlanRunArgs,
     call: Call,
 ) -> ToolResult<PlanOut> {
-    // 1. No secret value in any argument; env holds forwardable names only.
+    // 1. No secret value in any argument; env holds forwardable names the server has values for.
     let (env_names, mut overrides) = screen_arguments(&state, &args, &call)?;
     if args.resume_from.is_some() {
         return resume::plan_resume(state, args, env_names, overrides).await;
     }
 
-    // 2. The config: read, guard, validate with the argument overrides applied.
+    // 2. The config, the owner, and what the owner's account offers; any error stops here.
     let config = read_validated(&state, &args, &env_names).await?;
     let platform = state.platform()?;
     let owner = owner::resolve_for_plan(
@@ -146,18 +146,13 @@ pub(super) async fn plan_run(
     if let Some(refusal) = overrides::override_refusal(&state.policy, &overrides) {
         return Err(refuse(refusal));
     }
-    let scope = scope_of(&owner.team);
-    let (models, volumes) = tokio::join!(
-        platform.available_models(&scope),
-        platform.list_volumes(&scope)
-    );
-    let models = models.map_err(|e| platform_error("list trainable models", &e))?;
-    let volumes = volumes.map_err(|e| platform_error("list volumes", &e))?;
+    let account = checks::gather(platform, &owner.team).await?;
     let mut report = config.report;
-    refuse_config_errors(&mut report, &models, &volumes)?;
+    let capacity = checks::refuse_config_errors(&mut report, &account)?;
     let mode = report.mode.as_str().to_string();
 
-    // 3. The request, exactly as launch_run will send it (secret values added then).
+    // 3. The request, exactly as launch_run will send it (secret values added then), and the
+    //    platform's prepare for it (a ref the team may not use is refused here).
     let resolved = request::resolve_launch(
         &args,
         &config.doc,
@@ -165,24 +160,28 @@ pub(super) async fn plan_run(
         report.summary.model.as_deref(),
         owner.team.clone(),
     )?;
-    let volume = volume_plan(&resolved, &volumes);
+    let prepared = checks::prepare(platform, &resolved, mode == "sft", &config.doc).await?;
+    let volume = volume_plan(&resolved, &account.volumes);
 
-    // 4. Price and budgets.
+    // 4. Price on the capacity, and budgets.
     let gpus = report.summary.gpus.total;
-    let price = launch::price(
-        &models,
+    let mut price = launch::price(
+        &account.models,
+        &capacity,
         report.summary.model.as_deref(),
-        resolved.gpu_type.as_deref(),
         gpus,
+        state.policy.reserved_price_per_gpu_hour_usd,
     );
+    price.notes.extend(weights_notes(&report));
     let runs = owner_runs(platform, &owner.team, 5).await?;
-    let active = active_spend(&state, &runs, &models).await;
+    let active = active_spend(&state, &runs, &account.models).await;
     let figures = PlanFigures {
         team: owner.team.as_deref(),
         gpu_type: resolved.gpu_type.as_deref(),
         gpus,
         per_hour_usd: price.per_hour_usd,
         max_steps: report.summary.max_steps,
+        reserved: price.reserved,
     };
     enforce_budgets(
         &state.policy,
@@ -192,60 +191,90 @@ pub(super) async fn plan_run(
         "Change the config or ask the operator to change the policy.",
     )?;
 
-    // 5. Duplicates and repeated failures (the policy's decision), then the other checks.
+    // 5. Duplicates and repeated failures on the whole launch identity, then the other checks.
     let now = Utc::now();
+    let journal = identity::journalled(&state, &runs).await;
     let verdict = duplicates::judge(
         &runs,
-        &resolved.config_digest,
+        &identity::of_plan(&resolved),
+        &journal,
         now,
         args.allow_duplicate == Some(true),
         args.relaunch_after_failure == Some(true),
     )
     .map_err(refuse)?;
-    let duplicates: Vec<DuplicateItem> = verdict
-        .related
-        .iter()
-        .map(|(r, rel)| DuplicateItem {
-            run_id: r.id.clone(),
-            name: r.name.clone(),
-            status: r.status.clone(),
-            created_at: r.created_at.clone(),
-            relation: rel.as_str().into(),
-        })
-        .collect();
-    let blocked = verdict.blocked.clone();
-    let checks = plan_checks(&verdict.checks, &report, &resolved.notes, &active);
+    let mut checks = plan_checks(&verdict.checks, &report, &resolved.notes, &active);
+    checks.push(prepared);
+    let planned = Planned {
+        body: launch_body(
+            &resolved,
+            &report,
+            &owner,
+            env_names,
+            volume,
+            price,
+            overrides,
+            &runs,
+            verdict.blocked.clone(),
+            config.path,
+            config.sha256,
+        ),
+        duplicates: duplicate_items(&verdict.related),
+        checks,
+        report,
+        image_tag: resolved.image_tag,
+        source_ref: resolved.source_ref,
+        config_digest: resolved.config_digest,
+    };
+    finish_plan(&state, planned, &owner, now).await
+}
 
-    // 6. Digests, summary, store.
-    let request_digest = launch::digest(
-        &json!({"request": PlannedRequest::Create(resolved.spec.clone()).to_value(), "env": env_names, "volume": volume}),
-    );
-    let content_digest = launch::digest(&json!({
-        "config": resolved.config_digest, "mode": mode, "team": owner.team, "gpu_type": resolved.gpu_type,
-        "image_tag": resolved.image_tag, "source_ref": resolved.source_ref, "volume": resolved.volume_name, "env": env_names,
-    }));
-    let plan_id = PlanId::generate();
-    let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
-    let body = PlanBody {
+/// A plan made, before it is stored and answered.
+struct Planned {
+    body: PlanBody,
+    duplicates: Vec<DuplicateItem>,
+    checks: Vec<CheckItem>,
+    report: validation::Report,
+    image_tag: Option<String>,
+    source_ref: Option<String>,
+    config_digest: String,
+}
+
+/// The plan's stored body.
+#[allow(clippy::too_many_arguments)]
+fn launch_body(
+    resolved: &ResolvedLaunch,
+    report: &validation::Report,
+    owner: &Owner,
+    env_names: Vec<String>,
+    volume: Option<VolumePlan>,
+    price: launch::Price,
+    overrides: Vec<String>,
+    runs: &[RlRun],
+    blocked: Option<String>,
+    config_path: Option<String>,
+    config_sha256: Option<String>,
+) -> PlanBody {
+    PlanBody {
         request: PlannedRequest::Create(resolved.spec.clone()),
-        env_names: env_names.clone(),
+        env_names,
         run_name: resolved.run_name.clone(),
         run_name_generated: resolved.run_name_generated,
         team_id: owner.team.clone(),
         owner_label: owner.label.clone(),
         owner_source: owner.source.clone(),
-        config_path: config.path.clone(),
-        config_sha256: config.sha256.clone(),
+        config_path,
+        config_sha256,
         config_digest: resolved.config_digest.clone(),
-        volume: volume.clone(),
-        mode: mode.clone(),
+        volume,
+        mode: report.mode.as_str().to_string(),
         model: report.summary.model.clone(),
         gpu_type: resolved.gpu_type.clone(),
-        gpus,
+        gpus: report.summary.gpus.total,
         max_steps: report.summary.max_steps,
-        price: price.clone(),
-        overrides: overrides.clone(),
-        blocked: blocked.clone(),
+        price,
+        overrides,
+        blocked,
         preexisting_same_name: runs
             .iter()
             .filter(|r| r.name.as_deref() == Some(resolved.run_name.as_str()))
@@ -253,39 +282,60 @@ pub(super) async fn plan_run(
             .collect(),
         kind: KIND_LAUNCH.into(),
         resume_from: None,
-    };
+    }
+}
+
+/// Digests, summary, store, audit, and the answer.
+async fn finish_plan(
+    state: &AppState,
+    p: Planned,
+    owner: &Owner,
+    now: DateTime<Utc>,
+) -> ToolResult<PlanOut> {
+    let body = p.body;
+    let request_digest = launch::digest(
+        &json!({"request": body.request.to_value(), "env": body.env_names, "volume": body.volume}),
+    );
+    let content_digest = launch::digest(&json!({
+        "config": p.config_digest, "mode": body.mode, "team": body.team_id, "gpu_type": body.gpu_type,
+        "image_tag": p.image_tag, "source_ref": p.source_ref,
+        "volume": body.volume.as_ref().map(|v| v.name.clone()), "env": body.env_names,
+    }));
+    let plan_id = PlanId::generate();
+    let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
     let summary = summary::launch_summary(
         plan_id.as_str(),
         &expires,
         &body,
-        &report,
-        resolved.image_tag.as_deref(),
-        resolved.source_ref.as_deref(),
+        &p.report,
+        p.image_tag.as_deref(),
+        p.source_ref.as_deref(),
         state.sandbox,
     );
     store_plan(
-        &state,
+        state,
         &plan_id,
         now,
         expires,
         &request_digest,
         &content_digest,
-        &owner.team,
+        &body.team_id,
         &summary,
         &body,
     )
     .await?;
     audit(
-        &state,
+        state,
         "plan_run",
         "planned",
         Some(plan_id.as_str()),
         None,
         json!({
-            "owner": owner.team, "price_per_hour_usd": price.per_hour_usd, "blocked": blocked.is_some(),
-            "overrides": overrides,
+            "owner": body.team_id, "price_per_hour_usd": body.price.per_hour_usd,
+            "blocked": body.blocked.is_some(), "overrides": body.overrides,
         }),
-    ).await;
+    )
+    .await;
     let confirmation = match state.policy.confirm {
         ConfirmMode::Plan => {
             "plan mode: launch_run with this plan_id dispatches without asking (cost caps apply)"
@@ -295,33 +345,61 @@ pub(super) async fn plan_run(
             "a person must confirm: launch_run asks through your client's confirmation dialog when it has one; otherwise the person runs `factory-mcp approve {plan_id}` in a terminal, then launch_run is called again"
         ),
     };
-    let headline = headline(&body, &owner, blocked.is_some());
+    let headline = headline(&body, owner, body.blocked.is_some());
     Ok(Outcome::done(
         format!("{headline}\n{summary}"),
         PlanOut {
             plan_id: plan_id.to_string(),
             expires_at: expires.to_rfc3339(),
             summary,
-            owner: owner.team,
-            mode,
-            model: body.model,
-            run_name: resolved.run_name,
-            gpus,
-            gpu_type: resolved.gpu_type,
-            price_per_hour_usd: price.per_hour_usd,
-            price_basis: price.basis,
-            volume,
-            env: env_names,
-            max_steps: report.summary.max_steps,
-            checks,
-            duplicates,
-            blocked,
+            owner: body.team_id.clone(),
+            mode: body.mode.clone(),
+            model: body.model.clone(),
+            run_name: body.run_name.clone(),
+            gpus: body.gpus,
+            gpu_type: body.gpu_type.clone(),
+            price_per_hour_usd: body.price.per_hour_usd,
+            price_basis: body.price.basis.clone(),
+            volume: body.volume.clone(),
+            env: body.env_names.clone(),
+            max_steps: body.max_steps,
+            checks: p.checks,
+            duplicates: p.duplicates,
+            blocked: body.blocked.clone(),
             confirmation,
             request: body.request.to_value(),
             request_digest,
             content_digest,
         },
     ))
+}
+
+/// The runs the duplicate verdict relates to the plan, as the plan lists them.
+fn duplicate_items(related: &[(&RlRun, duplicates::Relation)]) -> Vec<DuplicateItem> {
+    related
+        .iter()
+        .map(|(r, rel)| DuplicateItem {
+            run_id: r.id.clone(),
+            name: r.name.clone(),
+            status: r.status.clone(),
+            created_at: r.created_at.clone(),
+            relation: rel.as_str().into(),
+        })
+        .collect()
+}
+
+/// The cached-weights caveat, for the person's screen (it is also among the checks).
+fn weights_notes(report: &validation::Report) -> Vec<String> {
+    report
+        .findings
+        .iter()
+        .filter(|f| {
+            f.severity == validation::FindingSeverity::Warning
+                && f.source == validation::FindingSource::Account
+                && f.path == "model.name"
+        })
+        .map(|f| f.message.clone())
+        .collect()
 }
 
 /// Refuse a secret value in any argument, check the env names, and list the arguments the
@@ -336,6 +414,8 @@ fn screen_arguments(
     }
     let env_names = forwarding::check_env_names(args.env.as_deref().unwrap_or_default())
         .map_err(|e| ToolError::bad_argument(e.to_string()))?;
+    forwarding::check_values_held(&env_names, |n| state.secret_value(n).is_some())
+        .map_err(refuse)?;
     let mut overrides = Vec::new();
     for (flag, name) in [
         (args.relaunch_after_failure, "relaunch_after_failure"),
@@ -401,58 +481,6 @@ async fn read_validated(
         sha256,
         report,
     })
-}
-
-/// Apply what the account knows (models, GPU types, volumes); any error stops the plan.
-fn refuse_config_errors(
-    report: &mut validation::Report,
-    models: &AvailableModels,
-    volumes: &[Volume],
-) -> Result<(), ToolError> {
-    validation::apply_account_facts(
-        report,
-        &validation::AccountFacts {
-            trainable_models: Some(models.models.iter().map(|m| m.name.clone()).collect()),
-            gpu_types: Some(
-                models
-                    .on_demand
-                    .iter()
-                    .map(|o| o.gpu_type.clone())
-                    .collect(),
-            ),
-            volumes: Some(volumes.iter().map(|v| v.name.clone()).collect()),
-            prepare_schema_commit: None,
-            prior_runs: None,
-        },
-    );
-    let errors: Vec<String> = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == validation::FindingSeverity::Error)
-        .map(|f| {
-            format!(
-                "{}: {}{}",
-                if f.path.is_empty() {
-                    "(config)"
-                } else {
-                    &f.path
-                },
-                f.message,
-                f.hint
-                    .as_ref()
-                    .map(|h| format!(" — {h}"))
-                    .unwrap_or_default()
-            )
-        })
-        .collect();
-    if errors.is_empty() {
-        return Ok(());
-    }
-    Err(ToolError::bad_argument(format!(
-        "The config has {} error(s); nothing was planned:\n- {}\nFix them (validate_config shows every finding) and plan again.",
-        errors.len(),
-        errors.join("\n- ")
-    )))
 }
 
 /// The plan's volume: existing, or to be created (a billable side effect).
@@ -575,10 +603,11 @@ fn headline(body: &PlanBody, owner: &Owner, blocked: bool) -> String {
         body.gpus
             .map(|g| g.to_string())
             .unwrap_or_else(|| "?".into()),
-        body.price
-            .per_hour_usd
-            .map(|p| format!("${p:.2}/h"))
-            .unwrap_or_else(|| "price unknown".into()),
+        match (body.price.per_hour_usd, body.price.reserved) {
+            (Some(p), _) => format!("${p:.2}/h"),
+            (None, true) => launch::RESERVED_NOT_COUNTED.to_string(),
+            (None, false) => "price unknown".into(),
+        },
         if blocked {
             " — BLOCKED (see blocked)"
         } else {

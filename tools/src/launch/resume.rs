@@ -4,8 +4,14 @@
 use std::sync::Arc;
 
 use chrono::Utc;
+use factory_platform::{
+    PlatformClient,
+    wire::{account::AvailableModels, runs::RlRun},
+};
 use factory_policies::{
-    ConfirmMode, duplicates, launch, launch::PlanFigures, lifecycle, overrides,
+    ConfirmMode, capacity, duplicates,
+    launch::{self, PlanFigures, Price},
+    lifecycle, overrides,
 };
 use serde_json::json;
 
@@ -18,6 +24,7 @@ use super::{
 };
 use crate::{
     audit::audit,
+    error::ToolError,
     ids::PlanId,
     owner::scope_of,
     reply::{Outcome, ToolResult},
@@ -47,36 +54,17 @@ pub(super) async fn plan_resume(
         return Err(refuse(refusal));
     }
     let platform = state.platform()?;
+    let priced = price_resume(&state, platform, &prev, args.gpu_type.clone()).await?;
     let team = prev.team_id.clone();
-    let scope = scope_of(&team);
-    let models = platform
-        .available_models(&scope)
-        .await
-        .map_err(|e| platform_error("list models to price the resume", &e))?;
-    let cluster_gpu = prev.prime_cluster_id.as_deref().and_then(|cid| {
-        models
-            .models
-            .iter()
-            .flat_map(|m| &m.clusters)
-            .find(|c| c.cluster_id == cid)
-            .and_then(|c| c.gpu_type.clone())
-    });
-    let gpu_type = args.gpu_type.clone().or(cluster_gpu);
-    let gpus = prev.gpu_count.and_then(|g| u64::try_from(g).ok());
-    let price = launch::price(
-        &models,
-        prev.base_model.as_deref(),
-        gpu_type.as_deref(),
-        gpus,
-    );
     let runs = owner_runs(platform, &team, 5).await?;
-    let active = active_spend(&state, &runs, &models).await;
+    let active = active_spend(&state, &runs, &priced.models).await;
     let figures = PlanFigures {
         team: team.as_deref(),
-        gpu_type: gpu_type.as_deref(),
-        gpus,
-        per_hour_usd: price.per_hour_usd,
+        gpu_type: priced.gpu_type.as_deref(),
+        gpus: priced.gpus,
+        per_hour_usd: priced.price.per_hour_usd,
         max_steps: prev.max_steps,
+        reserved: priced.price.reserved,
     };
     enforce_budgets(
         &state.policy,
@@ -103,27 +91,16 @@ pub(super) async fn plan_resume(
             relation: duplicates::Relation::Active.as_str().into(),
         })
         .collect();
-    let request = resume_spec(gpu_type.clone(), args.image_tag.clone());
-    let request_value = request.to_value();
-    let request_digest =
-        launch::digest(&json!({"resume_from": from, "request": request_value, "env": env_names}));
-    let content_digest = launch::digest(
-        &json!({"resume_from": from, "gpu_type": gpu_type, "image_tag": args.image_tag, "env": env_names}),
-    );
-    let now = Utc::now();
-    let plan_id = PlanId::generate();
-    let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
-    let owner_label = team
-        .as_ref()
-        .map(|t| format!("team {t}"))
-        .unwrap_or_else(|| "personal account".into());
     let body = PlanBody {
-        request,
-        env_names: env_names.clone(),
+        request: resume_spec(priced.gpu_type.clone(), args.image_tag.clone()),
+        env_names,
         run_name: run_name.clone(),
         run_name_generated: false,
-        team_id: team.clone(),
-        owner_label,
+        owner_label: team
+            .as_ref()
+            .map(|t| format!("team {t}"))
+            .unwrap_or_else(|| "personal account".into()),
+        team_id: team,
         owner_source: format!("the paused run {from}"),
         config_path: None,
         config_sha256: None,
@@ -131,11 +108,11 @@ pub(super) async fn plan_resume(
         volume: None,
         mode: if prev.is_sft() { "sft" } else { "rl" }.into(),
         model: prev.base_model.clone(),
-        gpu_type: gpu_type.clone(),
-        gpus,
+        gpu_type: priced.gpu_type,
+        gpus: priced.gpus,
         max_steps: prev.max_steps,
-        price: price.clone(),
-        overrides: overrides.clone(),
+        price: priced.price,
+        overrides,
         blocked: None,
         preexisting_same_name: runs
             .iter()
@@ -145,45 +122,123 @@ pub(super) async fn plan_resume(
         kind: KIND_RESUME.into(),
         resume_from: Some(from.clone()),
     };
-    let summary = summary::resume_summary(plan_id.as_str(), &expires, &from, &body, state.sandbox);
+    finish_resume(&state, &from, body, duplicates, args.image_tag).await
+}
+
+/// A resume's price: on the paused run's cluster type (or the asked one), on its capacity.
+struct ResumePrice {
+    models: AvailableModels,
+    gpu_type: Option<String>,
+    gpus: Option<u64>,
+    price: Price,
+}
+
+async fn price_resume(
+    state: &AppState,
+    platform: &PlatformClient,
+    prev: &RlRun,
+    asked_gpu_type: Option<String>,
+) -> Result<ResumePrice, ToolError> {
+    let scope = scope_of(&prev.team_id);
+    let (models, gpu_types) = tokio::join!(
+        platform.available_models(&scope),
+        platform.gpu_types(&scope)
+    );
+    let models = models.map_err(|e| platform_error("list models to price the resume", &e))?;
+    let gpu_types = gpu_types.map(|g| g.gpu_types).unwrap_or_default();
+    let cluster_gpu = prev.prime_cluster_id.as_deref().and_then(|cid| {
+        models
+            .models
+            .iter()
+            .flat_map(|m| &m.clusters)
+            .find(|c| c.cluster_id == cid)
+            .and_then(|c| c.gpu_type.clone())
+    });
+    let gpu_type = asked_gpu_type.or(cluster_gpu);
+    let gpus = prev.gpu_count.and_then(|g| u64::try_from(g).ok());
+    let capacity = capacity::resolve(
+        &models,
+        &gpu_types,
+        prev.base_model.as_deref(),
+        gpu_type.as_deref(),
+    );
+    let price = launch::price(
+        &models,
+        &capacity,
+        prev.base_model.as_deref(),
+        gpus,
+        state.policy.reserved_price_per_gpu_hour_usd,
+    );
+    Ok(ResumePrice {
+        models,
+        gpu_type,
+        gpus,
+        price,
+    })
+}
+
+/// Digests, summary, store, audit, and the answer of a resume plan.
+async fn finish_resume(
+    state: &AppState,
+    from: &str,
+    body: PlanBody,
+    duplicates: Vec<DuplicateItem>,
+    image_tag: Option<String>,
+) -> ToolResult<PlanOut> {
+    let request_value = body.request.to_value();
+    let request_digest = launch::digest(
+        &json!({"resume_from": from, "request": request_value, "env": body.env_names}),
+    );
+    let content_digest = launch::digest(
+        &json!({"resume_from": from, "gpu_type": body.gpu_type, "image_tag": image_tag, "env": body.env_names}),
+    );
+    let now = Utc::now();
+    let plan_id = PlanId::generate();
+    let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
+    let summary = summary::resume_summary(plan_id.as_str(), &expires, from, &body, state.sandbox);
     store_plan(
-        &state,
+        state,
         &plan_id,
         now,
         expires,
         &request_digest,
         &content_digest,
-        &team,
+        &body.team_id,
         &summary,
         &body,
     )
     .await?;
     audit(
-        &state,
+        state,
         "plan_run",
         "planned_resume",
         Some(plan_id.as_str()),
-        Some(&from),
-        json!({"price_per_hour_usd": price.per_hour_usd}),
+        Some(from),
+        json!({"price_per_hour_usd": body.price.per_hour_usd}),
     )
     .await;
+    let price = match (body.price.per_hour_usd, body.price.reserved) {
+        (Some(p), _) => format!("${p:.2}/h"),
+        (None, true) => launch::RESERVED_NOT_COUNTED.to_string(),
+        (None, false) => "price unknown".into(),
+    };
     Ok(Outcome::done(
-        format!("Planned the resume of {from}: {}\n{summary}", price.per_hour_usd.map(|p| format!("${p:.2}/h")).unwrap_or_else(|| "price unknown".into())),
+        format!("Planned the resume of {from}: {price}\n{summary}"),
         PlanOut {
             plan_id: plan_id.to_string(),
             expires_at: expires.to_rfc3339(),
             summary,
-            owner: team,
+            owner: body.team_id.clone(),
             mode: body.mode.clone(),
             model: body.model.clone(),
-            run_name,
-            gpus,
-            gpu_type,
-            price_per_hour_usd: price.per_hour_usd,
-            price_basis: price.basis,
+            run_name: body.run_name.clone(),
+            gpus: body.gpus,
+            gpu_type: body.gpu_type.clone(),
+            price_per_hour_usd: body.price.per_hour_usd,
+            price_basis: body.price.basis.clone(),
             volume: None,
-            env: env_names,
-            max_steps: prev.max_steps,
+            env: body.env_names.clone(),
+            max_steps: body.max_steps,
             checks: vec![CheckItem { check: "resume".into(), status: "ok".into(), detail: format!("{from} is PAUSED") }],
             duplicates,
             blocked: None,
@@ -200,7 +255,7 @@ pub(super) async fn plan_resume(
 
 /// A resumed run keeps the paused run's config and owner: the arguments that would change
 /// them are refused.
-fn refuse_launch_only_arguments(args: &PlanRunArgs) -> Result<(), crate::error::ToolError> {
+fn refuse_launch_only_arguments(args: &PlanRunArgs) -> Result<(), ToolError> {
     for (name, present) in [
         ("config_path", args.config_path.is_some()),
         ("config_toml", args.config_toml.is_some()),

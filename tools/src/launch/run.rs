@@ -218,6 +218,7 @@ async fn recheck(
         gpus: body.gpus,
         per_hour_usd: body.price.per_hour_usd,
         max_steps: body.max_steps,
+        reserved: body.price.reserved,
     };
     enforce_budgets(
         &state.policy,

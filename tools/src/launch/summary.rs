@@ -24,15 +24,22 @@ pub(super) fn launch_summary(
         (_, _, Some(n)) => format!("{n}"),
         _ => "not derivable from the config".into(),
     };
+    let rate = if b.price.reserved {
+        "reserved (the policy's rate)"
+    } else {
+        "on demand"
+    };
     let price = match (b.price.per_gpu_hour_usd, b.price.per_hour_usd) {
         (Some(pg), Some(ph)) => format!(
-            "${pg:.2}/GPU-hour on demand → ${ph:.2}/hour ({})",
+            "${pg:.2}/GPU-hour {rate} → ${ph:.2}/hour ({})",
             b.price.basis
         ),
         (Some(pg), None) => format!(
             "${pg:.2}/GPU-hour; hourly total unknown ({})",
             b.price.basis
         ),
+        // Starts with "reserved — not counted in budgets".
+        _ if b.price.reserved => b.price.basis.clone(),
         _ => format!("unknown ({})", b.price.basis),
     };
     let length = match b.max_steps {
@@ -150,6 +157,7 @@ pub(super) fn resume_summary(
             "Price:    {}",
             match b.price.per_hour_usd {
                 Some(ph) => format!("${ph:.2}/hour ({})", b.price.basis),
+                None if b.price.reserved => b.price.basis.clone(),
                 None => format!("unknown ({})", b.price.basis),
             }
         ),
