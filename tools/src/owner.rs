@@ -140,6 +140,19 @@ async fn active_owner(state: &AppState, platform: &PlatformClient) -> Result<Own
     })
 }
 
+/// The name of team `team_id` as the platform lists it, to show beside the id in a summary;
+/// `None` for the personal account or when the list cannot be read (the summary says so).
+pub(crate) async fn team_name(platform: &PlatformClient, team_id: Option<&str>) -> Option<String> {
+    let id = team_id?;
+    match platform.list_all_teams().await {
+        Ok(teams) => teams.into_iter().find(|t| t.team_id == id).map(|t| t.name),
+        Err(e) => {
+            tracing::debug!(error = %e, "could not list teams for the team's name");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

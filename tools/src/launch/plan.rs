@@ -7,10 +7,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use factory_platform::wire::{account::AvailableModels, volumes::Volume};
 use factory_policies::{
-    ConfirmMode, duplicates, forwarding,
+    duplicates, forwarding,
     launch::{self, ActiveRun, PlanFigures},
     overrides,
     store::PlanRecord,
+    summary::Summary,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -147,6 +148,7 @@ pub(super) async fn plan_run(
         return Err(refuse(refusal));
     }
     let scope = scope_of(&owner.team);
+    let team_name = owner::team_name(platform, owner.team.as_deref()).await;
     let (models, volumes) = tokio::join!(
         platform.available_models(&scope),
         platform.list_volumes(&scope)
@@ -232,6 +234,7 @@ pub(super) async fn plan_run(
         run_name: resolved.run_name.clone(),
         run_name_generated: resolved.run_name_generated,
         team_id: owner.team.clone(),
+        team_name,
         owner_label: owner.label.clone(),
         owner_source: owner.source.clone(),
         config_path: config.path.clone(),
@@ -254,7 +257,7 @@ pub(super) async fn plan_run(
         kind: KIND_LAUNCH.into(),
         resume_from: None,
     };
-    let summary = summary::launch_summary(
+    let screen = summary::launch_summary(
         plan_id.as_str(),
         &expires,
         &body,
@@ -263,6 +266,7 @@ pub(super) async fn plan_run(
         resolved.source_ref.as_deref(),
         state.sandbox,
     );
+    let summary = screen.to_text();
     store_plan(
         &state,
         &plan_id,
@@ -271,7 +275,7 @@ pub(super) async fn plan_run(
         &request_digest,
         &content_digest,
         &owner.team,
-        &summary,
+        &screen,
         &body,
     )
     .await?;
@@ -286,15 +290,7 @@ pub(super) async fn plan_run(
             "overrides": overrides,
         }),
     ).await;
-    let confirmation = match state.policy.confirm {
-        ConfirmMode::Plan => {
-            "plan mode: launch_run with this plan_id dispatches without asking (cost caps apply)"
-                .to_string()
-        }
-        ConfirmMode::Human => format!(
-            "a person must confirm: launch_run asks through your client's confirmation dialog when it has one; otherwise the person runs `factory-mcp approve {plan_id}` in a terminal, then launch_run is called again"
-        ),
-    };
+    let confirmation = crate::confirm::plan_note(state.policy.confirm, "launch_run", plan_id.as_str());
     let headline = headline(&body, &owner, blocked.is_some());
     Ok(Outcome::done(
         format!("{headline}\n{summary}"),
@@ -336,6 +332,7 @@ fn screen_arguments(
     }
     let env_names = forwarding::check_env_names(args.env.as_deref().unwrap_or_default())
         .map_err(|e| ToolError::bad_argument(e.to_string()))?;
+    request::check_argument_names(args)?;
     let mut overrides = Vec::new();
     for (flag, name) in [
         (args.relaunch_after_failure, "relaunch_after_failure"),
@@ -547,9 +544,12 @@ pub(super) async fn store_plan(
     request_digest: &str,
     content_digest: &str,
     owner: &Option<String>,
-    summary: &str,
+    screen: &Summary,
     body: &PlanBody,
 ) -> Result<(), ToolError> {
+    // The structured summary travels in the body (the page renders it; `approve` too).
+    let mut body = serde_json::to_value(body).map_err(|e| refuse(format!("internal: {e}")))?;
+    body["summary"] = serde_json::to_value(screen).map_err(|e| refuse(format!("internal: {e}")))?;
     state
         .store()?
         .put_plan(&PlanRecord {
@@ -559,8 +559,8 @@ pub(super) async fn store_plan(
             request_digest: request_digest.to_string(),
             content_digest: content_digest.to_string(),
             owner: owner.clone(),
-            summary_text: summary.to_string(),
-            body: serde_json::to_value(body).map_err(|e| refuse(format!("internal: {e}")))?,
+            summary_text: screen.to_text(),
+            body,
         })
         .await
         .map_err(|e| ToolError::unavailable(format!("cannot store the plan: {e}")))

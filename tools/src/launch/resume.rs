@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use factory_policies::{
-    ConfirmMode, duplicates, launch, launch::PlanFigures, lifecycle, overrides,
+    duplicates, launch, launch::PlanFigures, lifecycle, overrides,
 };
 use serde_json::json;
 
@@ -113,6 +113,7 @@ pub(super) async fn plan_resume(
     let now = Utc::now();
     let plan_id = PlanId::generate();
     let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
+    let team_name = crate::owner::team_name(platform, team.as_deref()).await;
     let owner_label = team
         .as_ref()
         .map(|t| format!("team {t}"))
@@ -123,6 +124,7 @@ pub(super) async fn plan_resume(
         run_name: run_name.clone(),
         run_name_generated: false,
         team_id: team.clone(),
+        team_name,
         owner_label,
         owner_source: format!("the paused run {from}"),
         config_path: None,
@@ -145,7 +147,8 @@ pub(super) async fn plan_resume(
         kind: KIND_RESUME.into(),
         resume_from: Some(from.clone()),
     };
-    let summary = summary::resume_summary(plan_id.as_str(), &expires, &from, &body, state.sandbox);
+    let screen = summary::resume_summary(plan_id.as_str(), &expires, &from, &body, state.sandbox);
+    let summary = screen.to_text();
     store_plan(
         &state,
         &plan_id,
@@ -154,7 +157,7 @@ pub(super) async fn plan_resume(
         &request_digest,
         &content_digest,
         &team,
-        &summary,
+        &screen,
         &body,
     )
     .await?;
@@ -187,10 +190,7 @@ pub(super) async fn plan_resume(
             checks: vec![CheckItem { check: "resume".into(), status: "ok".into(), detail: format!("{from} is PAUSED") }],
             duplicates,
             blocked: None,
-            confirmation: match state.policy.confirm {
-                ConfirmMode::Plan => "plan mode: resume_run with this plan_id dispatches without asking (cost caps apply)".into(),
-                ConfirmMode::Human => format!("a person must confirm: resume_run asks through your client's dialog, or the person runs `factory-mcp approve {plan_id}`"),
-            },
+            confirmation: crate::confirm::plan_note(state.policy.confirm, "resume_run", plan_id.as_str()),
             request: request_value,
             request_digest,
             content_digest,
