@@ -30,7 +30,10 @@ fn screen(id: &str, kind: SummaryKind, expires: DateTime<Utc>) -> Summary {
             ),
             Line::ours("Price", "$2.50/GPU-hour on demand → $20.00/hour"),
         ],
-        details: vec![Line::new("Run name", vec![Part::Untrusted("acme-run".into())])],
+        details: vec![Line::new(
+            "Run name",
+            vec![Part::Untrusted("acme-run".into())],
+        )],
     }
 }
 
@@ -115,7 +118,13 @@ fn the_code_shown_on_the_terminal_approves_and_launches_nothing() {
     assert_eq!(code.len(), 6, "{}", t.shown);
     t.type_in(&format!("{code}\n"));
     let done = t.finish();
-    assert_eq!(done.status.code(), Some(0), "{}\n{}", done.shown, done.stderr);
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{}\n{}",
+        done.shown,
+        done.stderr
+    );
     assert!(
         done.shown.contains("LAUNCH plan plan_yes")
             && done.shown.contains("Owner:     team team_1 Acme")
@@ -123,8 +132,16 @@ fn the_code_shown_on_the_terminal_approves_and_launches_nothing() {
         "the summary is shown on the terminal: {}",
         done.shown
     );
-    assert!(done.shown.contains("To approve this launch"), "{}", done.shown);
-    assert!(done.shown.contains("launch_run"), "what happens next: {}", done.shown);
+    assert!(
+        done.shown.contains("To approve this launch"),
+        "{}",
+        done.shown
+    );
+    assert!(
+        done.shown.contains("launch_run"),
+        "what happens next: {}",
+        done.shown
+    );
     assert!(
         !done.stdout.contains(&code) && !done.stderr.contains(&code),
         "the code is shown on the terminal only"
@@ -168,7 +185,11 @@ fn y_yes_a_wrong_code_or_an_empty_line_approve_nothing_and_record_nothing() {
         let done = t.finish();
         assert_eq!(done.status.code(), Some(1), "{typed:?}: {}", done.shown);
         assert!(done.shown.contains("No answer"), "{}", done.shown);
-        assert!(done.shown.contains("nothing was recorded"), "{}", done.shown);
+        assert!(
+            done.shown.contains("nothing was recorded"),
+            "{}",
+            done.shown
+        );
         assert!(store.decision(id).unwrap().is_none(), "{typed:?}");
         assert!(approve_outcomes(&store, id).is_empty(), "{typed:?}");
     }
@@ -200,7 +221,11 @@ fn end_of_input_and_ctrl_c_are_no_answer_and_record_nothing() {
     t.type_in("\u{4}"); // Ctrl-D on an empty line: end of input
     let done = t.finish();
     assert_eq!(done.status.code(), Some(1), "{}", done.shown);
-    assert!(done.shown.contains("No answer (end of input)"), "{}", done.shown);
+    assert!(
+        done.shown.contains("No answer (end of input)"),
+        "{}",
+        done.shown
+    );
     assert!(store.decision("plan_eof").unwrap().is_none());
 
     store.put_plan(&plan("plan_int", 600)).unwrap();
@@ -301,10 +326,17 @@ fn an_approval_given_in_the_clients_form_is_asked_again_on_the_terminal() {
         .unwrap();
     let mut t = on_terminal(store.dir(), "plan_form", &[]);
     let code = t.code();
-    assert!(t.shown.contains("approved in the client's dialog"), "{}", t.shown);
+    assert!(
+        t.shown.contains("approved in the client's dialog"),
+        "{}",
+        t.shown
+    );
     t.type_in(&format!("{code}\n"));
     assert_eq!(t.finish().status.code(), Some(0));
-    assert_eq!(store.decision("plan_form").unwrap().unwrap().via, "terminal");
+    assert_eq!(
+        store.decision("plan_form").unwrap().unwrap().via,
+        "terminal"
+    );
 }
 
 #[test]
@@ -318,8 +350,16 @@ fn a_delete_intent_is_asked_as_a_delete_never_as_a_launch() {
     t.type_in(&format!("{code}\n"));
     let done = t.finish();
     assert_eq!(done.status.code(), Some(0), "{}", done.shown);
-    assert!(done.shown.contains("DELETE intent plan_del"), "{}", done.shown);
-    assert!(done.shown.contains("To approve this delete"), "{}", done.shown);
+    assert!(
+        done.shown.contains("DELETE intent plan_del"),
+        "{}",
+        done.shown
+    );
+    assert!(
+        done.shown.contains("To approve this delete"),
+        "{}",
+        done.shown
+    );
     assert!(done.shown.contains("delete_run"), "{}", done.shown);
     assert!(
         !done.shown.to_lowercase().contains("launch"),
@@ -353,8 +393,18 @@ fn an_old_plain_summary_is_neutralised_on_the_terminal() {
 fn an_unknown_plan_exits_2_and_records_nothing_but_the_attempt() {
     let (_tmp, store) = state();
     let done = on_terminal(store.dir(), "plan_missing", &[]).finish();
-    assert_eq!(done.status.code(), Some(2), "{}\n{}", done.shown, done.stderr);
-    assert!(done.stderr.contains("no plan plan_missing"), "{}", done.stderr);
+    assert_eq!(
+        done.status.code(),
+        Some(2),
+        "{}\n{}",
+        done.shown,
+        done.stderr
+    );
+    assert!(
+        done.stderr.contains("no plan plan_missing"),
+        "{}",
+        done.stderr
+    );
     assert!(!done.shown.contains("Code:"), "{}", done.shown);
     assert!(store.decision("plan_missing").unwrap().is_none());
     assert_eq!(approve_outcomes(&store, "plan_missing"), ["unknown_plan"]);
@@ -376,7 +426,13 @@ fn an_expired_plan_is_refused_without_asking() {
     let (_tmp, store) = state();
     store.put_plan(&plan("plan_old", -60)).unwrap();
     let done = on_terminal(store.dir(), "plan_old", &[]).finish();
-    assert_eq!(done.status.code(), Some(1), "{}\n{}", done.shown, done.stderr);
+    assert_eq!(
+        done.status.code(),
+        Some(1),
+        "{}\n{}",
+        done.shown,
+        done.stderr
+    );
     assert!(done.stderr.contains("expired"), "{}", done.stderr);
     assert!(done.stderr.contains("re-plan"), "{}", done.stderr);
     assert!(!done.shown.contains("Code:"), "{}", done.shown);

@@ -62,7 +62,13 @@ async fn hostile_names_in_plan_run_arguments_and_the_toml_are_refused_without_ec
     let w = World::new().await;
     let c = w.client(0, &[], Era::Modern).await;
     for (shape, h) in hostile() {
-        for key in ["run_name", "image_tag", "volume", "volume_size", "source_ref"] {
+        for key in [
+            "run_name",
+            "image_tag",
+            "volume",
+            "volume_size",
+            "source_ref",
+        ] {
             let mut args = json!({"config_toml": config("ok-run", 5), "team_id": TEAM});
             args[key] = json!(h);
             if key == "volume_size" {
@@ -76,9 +82,18 @@ async fn hostile_names_in_plan_run_arguments_and_the_toml_are_refused_without_ec
         // The same values set in the TOML.
         let quoted = toml::Value::String(h.clone()).to_string();
         for (key, toml) in [
-            ("name", config("", 5).replacen("name = \"\"", &format!("name = {quoted}"), 1)),
-            ("image_tag", format!("image_tag = {quoted}\n{}", config("ok-run", 5))),
-            ("volume", format!("volume = {quoted}\n{}", config("ok-run", 5))),
+            (
+                "name",
+                config("", 5).replacen("name = \"\"", &format!("name = {quoted}"), 1),
+            ),
+            (
+                "image_tag",
+                format!("image_tag = {quoted}\n{}", config("ok-run", 5)),
+            ),
+            (
+                "volume",
+                format!("volume = {quoted}\n{}", config("ok-run", 5)),
+            ),
         ] {
             let msg = err(&call(
                 &c,
@@ -86,7 +101,10 @@ async fn hostile_names_in_plan_run_arguments_and_the_toml_are_refused_without_ec
                 json!({"config_toml": toml, "team_id": TEAM}),
             )
             .await);
-            assert!(msg.contains(&format!("`{key}`")), "{shape}/toml {key}: {msg}");
+            assert!(
+                msg.contains(&format!("`{key}`")),
+                "{shape}/toml {key}: {msg}"
+            );
             assert_person_safe(&msg, &format!("{shape}/toml {key}"));
         }
     }
@@ -148,7 +166,10 @@ async fn platform_supplied_run_names_cannot_forge_the_delete_or_resume_summary()
         ok(&call(&plain, "stop_run", json!({"run_id": run})).await);
         let msg = err(&call(&plain, "delete_run", json!({"run_id": run})).await);
         assert_person_safe(&msg, &format!("{shape}: delete error"));
-        assert!(msg.contains("DELETE intent") && msg.contains("this delete"), "{msg}");
+        assert!(
+            msg.contains("DELETE intent") && msg.contains("this delete"),
+            "{msg}"
+        );
         assert!(!msg.to_lowercase().contains("launch"), "{msg}");
         plain.cancel().await.unwrap();
 
@@ -169,7 +190,11 @@ async fn platform_supplied_run_names_cannot_forge_the_delete_or_resume_summary()
             let seen = seen.lock().unwrap().clone();
             assert_eq!(seen.len(), 1, "{era:?}");
             assert_person_safe(&seen[0], &format!("{shape}: {era:?} delete dialog"));
-            assert!(seen[0].contains("Approve this PERMANENT delete?"), "{}", seen[0]);
+            assert!(
+                seen[0].contains("Approve this PERMANENT delete?"),
+                "{}",
+                seen[0]
+            );
             assert!(!seen[0].to_lowercase().contains("launch"), "{}", seen[0]);
             c.cancel().await.unwrap();
         }
@@ -204,11 +229,18 @@ async fn out_of_band_policy_takes_no_form_answer_as_a_persons_yes() {
         );
         let msg = err(&call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await);
         assert!(msg.contains("out_of_band"), "{msg}");
-        assert!(msg.contains(&format!("factory-mcp approve {}", p["plan_id"].as_str().unwrap())));
+        assert!(msg.contains(&format!(
+            "factory-mcp approve {}",
+            p["plan_id"].as_str().unwrap()
+        )));
         c.cancel().await.unwrap();
     }
     assert!(seen.lock().unwrap().is_empty(), "no form was shown");
-    assert_eq!(w.sandbox.create_requests(), 0, "the client's own yes launched nothing");
+    assert_eq!(
+        w.sandbox.create_requests(),
+        0,
+        "the client's own yes launched nothing"
+    );
 
     // A form approval recorded earlier (say, under the default policy) does not count either;
     // the person's code on the terminal does.
@@ -246,13 +278,20 @@ async fn out_of_band_policy_takes_no_form_answer_as_a_persons_yes() {
         .map(|e| e.event.detail["channel"].as_str().unwrap_or("").to_string())
         .collect();
     assert_eq!(decided, ["form", "terminal"]);
-    assert!(entries.iter().all(|e| e.event.action != "decide" || e.event.detail["decided_at"].is_string()));
+    assert!(
+        entries
+            .iter()
+            .all(|e| e.event.action != "decide" || e.event.detail["decided_at"].is_string())
+    );
 
     // delete_run follows the same rule: no form, the person approves in a terminal.
     let run = w.create_run(0, "oob-delete", 5, None).await;
     w.advance(60);
     let msg = err(&call(&c, "delete_run", json!({"run_id": run})).await);
-    assert!(msg.contains("out_of_band") && msg.contains("this delete"), "{msg}");
+    assert!(
+        msg.contains("out_of_band") && msg.contains("this delete"),
+        "{msg}"
+    );
     assert!(w.sandbox.run(&run).is_some(), "nothing deleted");
     c.cancel().await.unwrap();
 }

@@ -80,7 +80,9 @@ fn follows(kind: NameKind, s: &str) -> bool {
         NameKind::RunName => len <= 64 && first.is_ascii_alphanumeric() && s.chars().all(word_char),
         NameKind::Volume => len <= 63 && first.is_ascii_alphanumeric() && s.chars().all(word_char),
         NameKind::ImageTag => {
-            len <= 128 && (first.is_ascii_alphanumeric() || first == '_') && s.chars().all(word_char)
+            len <= 128
+                && (first.is_ascii_alphanumeric() || first == '_')
+                && s.chars().all(word_char)
         }
         NameKind::VolumeSize => volume_size(s),
         NameKind::SourceRef => source_ref(s),
@@ -183,7 +185,12 @@ mod tests {
 
     #[test]
     fn ordinary_names_pass() {
-        for n in ["my-run", "reverse-text-smoke", "qwen3-4b-a1b2c3d4", "Run_1.2"] {
+        for n in [
+            "my-run",
+            "reverse-text-smoke",
+            "qwen3-4b-a1b2c3d4",
+            "Run_1.2",
+        ] {
             check(NameKind::RunName, n, "n").unwrap();
         }
         assert!(check(NameKind::RunName, &"a".repeat(64), "n").is_ok());

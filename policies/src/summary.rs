@@ -109,8 +109,9 @@ impl Part {
 fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.chars().count() <= MAX_VALUE_CHARS
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':' | '@' | '+'))
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':' | '@' | '+')
+        })
 }
 
 /// A labelled line.
@@ -284,7 +285,10 @@ mod tests {
             let text = summary(&h).to_text();
             assert_safe(&text, &["Owner", "Price", "Run name", "Basis"]);
             let prices: Vec<_> = text.lines().filter(|l| l.starts_with("Price:")).collect();
-            assert_eq!(prices, ["Price:     $2.49/GPU-hour on demand → $19.92/hour"]);
+            assert_eq!(
+                prices,
+                ["Price:     $2.49/GPU-hour on demand → $19.92/hour"]
+            );
         }
     }
 
@@ -292,7 +296,10 @@ mod tests {
     fn values_are_quoted_and_figures_come_first() {
         let text = summary("Team Alpha").to_text();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "LAUNCH plan plan_abc (expires 2027-01-15 08:00 UTC)");
+        assert_eq!(
+            lines[0],
+            "LAUNCH plan plan_abc (expires 2027-01-15 08:00 UTC)"
+        );
         assert_eq!(lines[1], "Owner:     team team_1 \"Team Alpha\"");
         assert!(lines[2].starts_with("Price:"));
         assert_eq!(lines[3], "Run name:  \"Team Alpha\"");

@@ -116,6 +116,10 @@ mod tests {
             "\"a\\\" Price: \\\"$0.01\\\\\""
         );
         let long = quoted(&"x".repeat(100 * 1024), 60);
-        assert_eq!(long.chars().count(), 63, "60 characters, the cut mark, two quotes");
+        assert_eq!(
+            long.chars().count(),
+            63,
+            "60 characters, the cut mark, two quotes"
+        );
     }
 }

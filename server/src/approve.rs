@@ -33,8 +33,7 @@ use chrono::{DateTime, Utc};
 use factory_policies::{
     confirmation::Via,
     store::{
-        AuditEvent, DB_FILE, Decision, DecisionRecord, DispatchState, PlanRecord, Store,
-        StoreError,
+        AuditEvent, DB_FILE, Decision, DecisionRecord, DispatchState, PlanRecord, Store, StoreError,
     },
     summary::{self, Summary, SummaryKind},
 };
@@ -389,7 +388,11 @@ fn already_decided(
         }
         (Decision::Refused, true) => {
             ctx.audit("already_refused", json!({}))?;
-            writeln!(out, "Plan {id} is already refused ({}).", when(p.decided_at))?;
+            writeln!(
+                out,
+                "Plan {id} is already refused ({}).",
+                when(p.decided_at)
+            )?;
             Ok(Some(EXIT_REFUSED))
         }
         _ => Ok(None),

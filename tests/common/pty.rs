@@ -160,7 +160,10 @@ impl OnPty {
             match self.rx.recv_timeout(HANG_GUARD) {
                 Ok(chunk) => self.take(chunk),
                 Err(RecvTimeoutError::Timeout) => {
-                    panic!("the terminal never showed {needle:?}; it showed:\n{}", self.shown)
+                    panic!(
+                        "the terminal never showed {needle:?}; it showed:\n{}",
+                        self.shown
+                    )
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     panic!("the child ended before showing {needle:?}:\n{}", self.shown)
@@ -177,7 +180,10 @@ impl OnPty {
             .split("type this code: ")
             .nth(1)
             .unwrap_or_else(|| panic!("no code shown:\n{shown}"));
-        after.chars().take_while(|c| c.is_ascii_alphanumeric()).collect()
+        after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect()
     }
 
     /// Type `text` on the terminal.

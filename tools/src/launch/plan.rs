@@ -290,7 +290,8 @@ pub(super) async fn plan_run(
             "overrides": overrides,
         }),
     ).await;
-    let confirmation = crate::confirm::plan_note(state.policy.confirm, "launch_run", plan_id.as_str());
+    let confirmation =
+        crate::confirm::plan_note(state.policy.confirm, "launch_run", plan_id.as_str());
     let headline = headline(&body, &owner, blocked.is_some());
     Ok(Outcome::done(
         format!("{headline}\n{summary}"),

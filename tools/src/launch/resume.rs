@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use factory_policies::{
-    duplicates, launch, launch::PlanFigures, lifecycle, overrides,
-};
+use factory_policies::{duplicates, launch, launch::PlanFigures, lifecycle, overrides};
 use serde_json::json;
 
 use super::{
@@ -171,7 +169,13 @@ pub(super) async fn plan_resume(
     )
     .await;
     Ok(Outcome::done(
-        format!("Planned the resume of {from}: {}\n{summary}", price.per_hour_usd.map(|p| format!("${p:.2}/h")).unwrap_or_else(|| "price unknown".into())),
+        format!(
+            "Planned the resume of {from}: {}\n{summary}",
+            price
+                .per_hour_usd
+                .map(|p| format!("${p:.2}/h"))
+                .unwrap_or_else(|| "price unknown".into())
+        ),
         PlanOut {
             plan_id: plan_id.to_string(),
             expires_at: expires.to_rfc3339(),
@@ -187,10 +191,18 @@ pub(super) async fn plan_resume(
             volume: None,
             env: env_names,
             max_steps: prev.max_steps,
-            checks: vec![CheckItem { check: "resume".into(), status: "ok".into(), detail: format!("{from} is PAUSED") }],
+            checks: vec![CheckItem {
+                check: "resume".into(),
+                status: "ok".into(),
+                detail: format!("{from} is PAUSED"),
+            }],
             duplicates,
             blocked: None,
-            confirmation: crate::confirm::plan_note(state.policy.confirm, "resume_run", plan_id.as_str()),
+            confirmation: crate::confirm::plan_note(
+                state.policy.confirm,
+                "resume_run",
+                plan_id.as_str(),
+            ),
             request: request_value,
             request_digest,
             content_digest,

@@ -69,7 +69,10 @@ fn closing_lines(b: &PlanBody, sandbox: bool) -> Vec<Line> {
         lines.push(Line::new("Note", vec![Part::Prose(n.clone())]));
     }
     if !b.overrides.is_empty() {
-        lines.push(Line::ours("Assistant", format!("set {}", b.overrides.join(", "))));
+        lines.push(Line::ours(
+            "Assistant",
+            format!("set {}", b.overrides.join(", ")),
+        ));
     }
     if sandbox {
         lines.push(Line::ours(
@@ -124,7 +127,11 @@ pub(super) fn launch_summary(
         figures.push(Line::new("BLOCKED", vec![Part::Prose(bl.clone())]));
     }
     figures.extend([
-        owner_line(b.team_id.as_deref(), b.team_name.as_deref(), &b.owner_source),
+        owner_line(
+            b.team_id.as_deref(),
+            b.team_name.as_deref(),
+            &b.owner_source,
+        ),
         Line::new("GPUs", vec![ours(gpus), gpu_type_of(b)]),
         Line::ours("Price", price),
         Line::ours("Length", length),
@@ -133,10 +140,7 @@ pub(super) fn launch_summary(
     let optional = |v: Option<&str>, absent: &str| v.map_or_else(|| ours(absent), untrusted);
     let mut details = vec![
         model_line(b),
-        Line::new(
-            "Image",
-            vec![optional(image_tag, "(platform default)")],
-        ),
+        Line::new("Image", vec![optional(image_tag, "(platform default)")]),
         Line::new("Source ref", vec![optional(source_ref, "(none)")]),
         secrets_line(b, "by name, from the server's environment"),
         Line::new(
@@ -287,8 +291,10 @@ mod tests {
         assert_eq!(prices, ["Price:     $19.92/hour"], "{text}");
         assert!(text.len() < 4096, "{} bytes", text.len());
         assert!(
-            text.lines().skip(1).all(|l| l.starts_with(|c: char| c.is_ascii_uppercase())
-                || l.starts_with("          ")),
+            text.lines()
+                .skip(1)
+                .all(|l| l.starts_with(|c: char| c.is_ascii_uppercase())
+                    || l.starts_with("          ")),
             "a line that is not ours:\n{text}"
         );
     }
