@@ -72,26 +72,18 @@ fn runs_named(w: &World, name: &str) -> Vec<Value> {
         .collect()
 }
 
-fn approve(w: &World, plan_id: &str, answer: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_factory-mcp"))
-        .args(["approve", plan_id, "--state-dir"])
-        .arg(w.state_dir())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", w.home.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn approve");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(answer.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+/// A person runs `factory-mcp approve PLAN_ID` in their own terminal (a pseudo-terminal that
+/// is its controlling terminal) and types `answer`: `"code"` types the code it shows there.
+fn approve(w: &World, plan_id: &str, answer: &str) -> common::pty::Finished {
+    let dir = w.state_dir().display().to_string();
+    let mut t = common::pty::approve(&[plan_id, "--state-dir", &dir], w.home.path(), "y\n");
+    let code = t.code();
+    if answer == "code" {
+        t.type_in(&format!("{code}\n"));
+    } else {
+        t.type_in(answer);
+    }
+    t.finish()
 }
 
 #[tokio::test]
@@ -140,16 +132,9 @@ async fn b_without_elicitation_a_person_approves_in_the_terminal() {
     assert!(msg.contains(&format!("factory-mcp approve {id}")), "{msg}");
     assert_eq!(w.sandbox.create_requests(), 0);
 
-    let out = approve(&w, id, "y\n");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("Owner:"),
-        "approve shows the summary"
-    );
+    let out = approve(&w, id, "code");
+    assert!(out.status.success(), "{}\n{}", out.shown, out.stderr);
+    assert!(out.shown.contains("Owner:"), "approve shows the summary");
     let launched = ok(&call(&c, "launch_run", json!({"plan_id": id})).await);
     assert_eq!(launched["deduplicated"], false);
     let again = ok(&call(&c, "launch_run", json!({"plan_id": id})).await);

@@ -160,17 +160,17 @@ async fn delete_is_refused_while_running_and_always_confirmed_by_a_person() {
         "nothing deleted before approval"
     );
     // A person approves the intent in a terminal; the next call deletes.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_factory-mcp"))
-        .args(["approve", &intent, "--yes", "--state-dir"])
-        .arg(w.state_dir())
-        .env_clear()
-        .env("HOME", w.home.path())
-        .output()
-        .unwrap();
+    let dir = w.state_dir().display().to_string();
+    let mut t = common::pty::approve(&[&intent, "--state-dir", &dir], w.home.path(), "y\n");
+    let code = t.code();
+    assert!(t.shown.contains("To approve this delete"), "{}", t.shown);
+    t.type_in(&format!("{code}\n"));
+    let out = t.finish();
+    assert!(out.status.success(), "{}\n{}", out.shown, out.stderr);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        !out.shown.to_lowercase().contains("launch"),
+        "a delete is never called a launch: {}",
+        out.shown
     );
     let deleted = ok(&call(
         &c,

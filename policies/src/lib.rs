@@ -3,8 +3,9 @@
 //! (`launch`), capacity and the cached-model rule (`capacity`), duplicates and repeated failures (`duplicates`), what the assistant may
 //! override (`overrides`), which secrets a run may receive (`forwarding`), who confirms through
 //! which channel (`confirmation`), the dispatch settle rules (`dispatch`) and the lifecycle
-//! preconditions (`lifecycle`), and the watchdog's stall, limit and action decisions
-//! (`watchdog`). Plus the state store (`store`: plans, approvals, the dispatch
+//! preconditions (`lifecycle`), the watchdog's stall, limit and action decisions (`watchdog`),
+//! the character rules of the names a plan carries (`names`), and how the summary a person
+//! approves is rendered (`summary`, over `untrusted`). Plus the state store (`store`: plans, approvals, the dispatch
 //! and volume journal, nonces, the audit log), race-free reads and writes of the files tools
 //! touch (`files`, `upload`), and who may run a config checker with which environment
 //! (`checkers`) — the only I/O here.
@@ -20,6 +21,7 @@ pub mod forwarding;
 pub mod launch;
 pub mod lifecycle;
 pub mod mask;
+pub mod names;
 pub mod overrides;
 pub mod paths;
 pub mod policy;
@@ -27,6 +29,7 @@ pub mod redact;
 mod secret;
 pub mod secret_guard;
 pub mod store;
+pub mod summary;
 pub mod untrusted;
 pub mod upload;
 pub mod watchdog;

@@ -12,11 +12,15 @@ use thiserror::Error;
 
 /// How a billable launch is confirmed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ConfirmMode {
-    /// A person confirms each launch (elicitation, or `factory-mcp approve PLAN_ID`).
+    /// A person confirms each launch (the client's form, or `factory-mcp approve PLAN_ID`).
     #[default]
     Human,
+    /// A person confirms each launch out of band only: a form answer in the client is never
+    /// taken as a person's yes (a client can answer its own form); only `factory-mcp approve`
+    /// on a terminal (or the approval page) counts.
+    OutOfBand,
     /// The plan id suffices (automation); requires both cost caps.
     Plan,
 }
@@ -25,6 +29,7 @@ impl fmt::Display for ConfirmMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ConfirmMode::Human => "human",
+            ConfirmMode::OutOfBand => "out_of_band",
             ConfirmMode::Plan => "plan",
         })
     }
@@ -35,8 +40,11 @@ impl FromStr for ConfirmMode {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "human" => Ok(ConfirmMode::Human),
+            "out_of_band" => Ok(ConfirmMode::OutOfBand),
             "plan" => Ok(ConfirmMode::Plan),
-            other => Err(format!("expected \"human\" or \"plan\", got {other:?}")),
+            other => Err(format!(
+                "expected \"human\", \"out_of_band\" or \"plan\", got {other:?}"
+            )),
         }
     }
 }

@@ -1,18 +1,30 @@
-//! Text the server did not write (a checker's output, a tool name or URI a client sent) made
-//! safe to show a person: one line, bounded, with control characters, bidirectional overrides
-//! and invisible formatting characters replaced, so it cannot start a new line, move the
-//! cursor, or reorder what is displayed. Redact first, then pass the result through here.
+//! Text the server did not write (a checker's output, a tool name or URI a client sent, a run
+//! or team name the platform returned, a value from a TOML file) made safe to show a person:
+//! one line, bounded, with control characters (C0, DEL, C1 — ESC included), line and paragraph
+//! separators, bidirectional overrides and invisible formatting characters replaced, so it
+//! cannot start a new line, move the cursor, hide text or reorder what is displayed. Redact
+//! first, then pass the result through here.
 
 /// Characters that change how the surrounding text is displayed without being visible: bidi
-/// embeddings, overrides, isolates and marks; zero-width joiners and spaces; the BOM.
+/// embeddings, overrides, isolates and marks; zero-width joiners and spaces; the BOM; the
+/// interlinear annotation marks.
 fn is_format(c: char) -> bool {
     matches!(c,
-        '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}'
-        | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// Characters that end a line on some display: newline, carriage return, NEL, the Unicode line
+/// and paragraph separators, vertical tab and form feed.
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
 }
 
 /// `text` as one line of at most `max_chars` characters: control and formatting characters
-/// become `?` (a newline or tab becomes a space), and a cut is marked with `…`.
+/// become `?` (a line break or tab becomes a space), and a cut is marked with `…`.
 pub fn one_line(text: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max_chars * 4));
     for (i, c) in text.chars().enumerate() {
@@ -21,7 +33,8 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
             break;
         }
         out.push(match c {
-            '\n' | '\r' | '\t' => ' ',
+            '\t' => ' ',
+            c if is_line_break(c) => ' ',
             c if c.is_control() || is_format(c) => '?',
             c => c,
         });
@@ -29,9 +42,46 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// `text` as one bounded line for display in a summary: [`one_line`], with runs of white space
+/// folded into one space (so a value cannot pad itself into looking like a separate column or
+/// line) and ends trimmed.
+pub fn inline(text: &str, max_chars: usize) -> String {
+    let flat = one_line(text, max_chars);
+    let mut out = String::with_capacity(flat.len());
+    let mut space = false;
+    for c in flat.trim().chars() {
+        if c.is_whitespace() {
+            if !space {
+                out.push(' ');
+            }
+            space = true;
+        } else {
+            out.push(c);
+            space = false;
+        }
+    }
+    out
+}
+
+/// `text` as a quoted value: [`inline`], inside double quotes, with `"` and `\` escaped, so the
+/// value's end is always visible and it cannot close its quotes early.
+pub fn quoted(text: &str, max_chars: usize) -> String {
+    let mut out = String::from("\"");
+    for c in inline(text, max_chars).chars() {
+        if matches!(c, '"' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
 /// Whether `text` would pass through [`one_line`] unchanged (given room enough).
 pub fn is_plain(text: &str) -> bool {
-    !text.chars().any(|c| c.is_control() || is_format(c))
+    !text
+        .chars()
+        .any(|c| c.is_control() || is_format(c) || is_line_break(c))
 }
 
 #[cfg(test)]
@@ -45,5 +95,31 @@ mod tests {
         assert!(is_plain(&s));
         assert_eq!(one_line("abcdef", 3), "abc…");
         assert!(!is_plain("a\u{2066}b"));
+    }
+
+    #[test]
+    fn unicode_line_separators_and_c1_controls_do_not_break_the_line() {
+        let s = one_line("a\u{2028}b\u{2029}c\u{85}d\u{9b}2Je\u{0B}f\u{0C}g", 100);
+        assert_eq!(s, "a b c d?2Je f g");
+        assert!(is_plain(&s));
+        assert!(!is_plain("a\u{2028}b"));
+    }
+
+    #[test]
+    fn inline_folds_padding_and_quoted_cannot_be_closed_early() {
+        assert_eq!(
+            inline("  x \n\n      Price:   $0.01 ", 100),
+            "x Price: $0.01"
+        );
+        assert_eq!(
+            quoted("a\" Price: \"$0.01\\", 100),
+            "\"a\\\" Price: \\\"$0.01\\\\\""
+        );
+        let long = quoted(&"x".repeat(100 * 1024), 60);
+        assert_eq!(
+            long.chars().count(),
+            63,
+            "60 characters, the cut mark, two quotes"
+        );
     }
 }

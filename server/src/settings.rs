@@ -23,7 +23,7 @@ pub struct SettingsArgs {
     #[arg(long)]
     pub read_only: bool,
     /// How billable launches are confirmed.
-    #[arg(long, value_name = "human|plan", value_parser = parse_confirm)]
+    #[arg(long, value_name = "human|out_of_band|plan", value_parser = parse_confirm)]
     pub confirm: Option<ConfirmMode>,
     /// How long a plan stays launchable.
     #[arg(long, value_name = "SECONDS")]

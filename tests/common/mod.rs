@@ -3,6 +3,8 @@
 //! and an rmcp client speaking either protocol era.
 #![allow(dead_code)]
 
+pub mod pty;
+
 use std::{path::PathBuf, time::Duration};
 
 use factory_sandbox::{Sandbox, SandboxHandle, SandboxOptions};

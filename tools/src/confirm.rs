@@ -1,15 +1,21 @@
-//! Asking a person before an irreversible or billable action. The caller says what to ask
-//! ([`Ask`]); the channel is the policy's decision (`factory_policies::confirmation`): the
-//! 2026-07-28 input-required round trip (state sealed with the per-install key, bound to the
-//! tool, plan and request digest, 5 minutes, single-use nonce), the legacy elicitation request,
-//! or an approval recorded by `factory-mcp approve`.
+//! Asking a person before an irreversible or billable action. The caller says what is asked
+//! ([`Ask`]); the words are the plan's stored summary (`factory_policies::summary`), so the
+//! launch, resume and delete dialogs, the terminal and the tool errors all show the same
+//! neutralised screen. The channel, and which recorded answers count as a person's yes, are
+//! the policy's decisions (`factory_policies::confirmation`): the 2026-07-28 input-required
+//! round trip (state sealed with the per-install key, bound to the tool, plan and request
+//! digest, 5 minutes, single-use nonce), the legacy elicitation request, or an approval
+//! recorded by `factory-mcp approve` on a person's terminal. Every decision is audited with
+//! the channel it came through.
 
 use std::time::Duration;
 
 use chrono::Utc;
 use factory_policies::{
-    confirmation::{self, Action, Channel, Client},
-    store::{Decision, PlanRecord, StateStore},
+    ConfirmMode,
+    confirmation::{self, Action, Channel, Client, Via},
+    store::{Decision, DecisionRecord, PlanRecord, StateStore},
+    summary::{self, Summary, SummaryKind},
 };
 use rmcp::model::{
     CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
@@ -30,19 +36,49 @@ pub(crate) struct Ask<'a> {
     /// The calling tool: the audit actor, and the tool to call again.
     pub(crate) tool: &'a str,
     pub(crate) action: Action,
-    /// The action's name in "The {what} for plan … was declined".
-    pub(crate) what: &'a str,
-    /// The dialog's text.
-    pub(crate) question: String,
-    /// The checkbox's description in the input-required form.
-    pub(crate) tick: &'a str,
-    /// Appended to "then call {tool} again" when the client cannot ask (e.g. the intent id).
+    /// What is asked: the question, the checkbox and the action's name follow from it.
+    pub(crate) kind: SummaryKind,
+    /// Appended to "call {tool} again" (e.g. the intent id).
     pub(crate) again_with: String,
+}
+
+impl Ask<'_> {
+    fn noun(&self) -> &'static str {
+        self.kind.noun()
+    }
+}
+
+/// The text a person reads: the plan's structured summary rendered, or (for a plan stored
+/// before summaries were structured) its stored text neutralised line by line.
+pub(crate) fn summary_text(plan: &PlanRecord) -> String {
+    Summary::from_plan_body(&plan.body)
+        .map(|s| s.to_text())
+        .unwrap_or_else(|| summary::plain_text_fallback(&plan.summary_text))
+}
+
+/// The dialog's message: the summary, then the question.
+fn message(plan: &PlanRecord, ask: &Ask<'_>) -> String {
+    format!("{}\n\n{}", summary_text(plan), ask.kind.question())
+}
+
+/// What a plan's `confirmation` field says will be needed (plan_run's answer).
+pub(crate) fn plan_note(mode: ConfirmMode, tool: &str, plan_id: &str) -> String {
+    match mode {
+        ConfirmMode::Plan => format!(
+            "plan mode: {tool} with this plan_id dispatches without asking (cost caps apply)"
+        ),
+        ConfirmMode::Human => format!(
+            "a person must confirm: {tool} asks through your client's confirmation dialog when it has one; otherwise the person approves in their own terminal with `factory-mcp approve {plan_id}`, then {tool} is called again"
+        ),
+        ConfirmMode::OutOfBand => format!(
+            "a person must confirm outside this client (policy confirm = \"out_of_band\"): the person approves in their own terminal with `factory-mcp approve {plan_id}`, then {tool} is called again"
+        ),
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 struct Confirm {
-    /// Tick to approve this billable launch.
+    /// Tick to approve what the message above describes.
     confirm: bool,
 }
 rmcp::elicit_safe!(Confirm);
@@ -60,7 +96,7 @@ pub(crate) fn person_needed(state: &AppState, action: Action) -> bool {
 }
 
 /// Ask a person. `Ok(None)`: confirmed, go on. `Ok(Some(resp))`: answer the client with this
-/// (the input-required round trip). `Err`: refused, or no way to ask.
+/// (the input-required round trip). `Err`: refused, or waiting for a person.
 pub(crate) async fn confirm(
     state: &AppState,
     store: &dyn StateStore,
@@ -73,24 +109,13 @@ pub(crate) async fn confirm(
         .await
         .map_err(|e| ToolError::unavailable(format!("cannot read approvals: {e}")))?;
     if let Some(d) = decision {
-        return match d.decision {
-            Decision::Approved => Ok(None),
-            Decision::Refused => Err(ToolError::new(format!(
-                "Plan {} was refused by a person ({}): nothing was dispatched. Make a new plan if the launch is still wanted.",
-                plan.id, d.via
-            ))),
-        };
+        match recorded(state.policy.confirm, &d, plan, &ask) {
+            Recorded::Yes => return Ok(None),
+            Recorded::No(e) => return Err(e),
+            Recorded::DoesNotCount => {}
+        }
     }
-    let ctx = &call.ctx;
-    let client = Client {
-        modern: ctx
-            .protocol_version()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28),
-        can_elicit: ctx
-            .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some()),
-    };
-    match confirmation::channel(state.policy.confirm, ask.action, client) {
+    match confirmation::channel(state.policy.confirm, ask.action, client_of(call)) {
         Channel::NotNeeded => Ok(None),
         Channel::InputRequired => match &call.request_state {
             None => ask_input_required(state, store, plan, &ask).await.map(Some),
@@ -101,38 +126,88 @@ pub(crate) async fn confirm(
         Channel::Elicitation => ask_elicitation(state, store, plan, ask, call)
             .await
             .map(|()| None),
-        Channel::ApproveCommand => {
-            audit(
-                state,
-                ask.tool,
-                "needs_approval",
-                Some(&plan.id),
-                None,
-                json!({}),
-            )
-            .await;
-            Err(ToolError::needs_person(format!(
-                "A person must approve this and this client cannot show a confirmation dialog. Ask the user to run `factory-mcp approve {}` in their terminal, then call {} again{}. Nothing was done.\n\n{}",
-                plan.id, ask.tool, ask.again_with, plan.summary_text
-            )))
-        }
+        Channel::ApproveCommand => Err(waiting_for_terminal(state, plan, &ask).await),
     }
 }
 
+fn client_of(call: &Call) -> Client {
+    let ctx = &call.ctx;
+    Client {
+        modern: ctx
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28),
+        can_elicit: ctx
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some()),
+    }
+}
+
+/// What a recorded decision means now.
+enum Recorded {
+    Yes,
+    No(ToolError),
+    /// An approval through a channel the policy does not take (a form, under out_of_band).
+    DoesNotCount,
+}
+
+fn recorded(mode: ConfirmMode, d: &DecisionRecord, plan: &PlanRecord, ask: &Ask<'_>) -> Recorded {
+    match d.decision {
+        Decision::Approved if confirmation::counts_as_yes(mode, &d.via) => Recorded::Yes,
+        Decision::Approved => Recorded::DoesNotCount,
+        Decision::Refused => Recorded::No(ToolError::new(format!(
+            "The {} of plan {} was refused by a person ({}, {}): nothing was done. If the person still wants it, they can approve it in their own terminal with `factory-mcp approve {}`; otherwise make a new plan.",
+            ask.noun(),
+            plan.id,
+            d.via,
+            d.decided_at.format("%Y-%m-%d %H:%M:%S UTC"),
+            plan.id
+        ))),
+    }
+}
+
+/// No dialog can carry a person's yes here: the person approves in their own terminal. The
+/// words address the person's action; the assistant's part is to ask and call again.
+async fn waiting_for_terminal(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>) -> ToolError {
+    audit(
+        state,
+        ask.tool,
+        "needs_approval",
+        Some(&plan.id),
+        None,
+        json!({"channel": "terminal"}),
+    )
+    .await;
+    let why = if state.policy.confirm == ConfirmMode::OutOfBand {
+        "this server takes a yes only from outside the client (policy confirm = \"out_of_band\")"
+    } else {
+        "this client cannot show a confirmation dialog"
+    };
+    ToolError::needs_person(format!(
+        "Waiting for a person: this {noun} needs a person's approval, and {why}. Nothing was done. Ask the person to approve it themselves, in their own terminal: `factory-mcp approve {id}` shows them the summary below and asks them to type a code it prints there (it refuses to run without a person at a terminal). When they have answered, call {tool} again{again}.\n\n{summary}",
+        noun = ask.noun(),
+        id = plan.id,
+        tool = ask.tool,
+        again = ask.again_with,
+        summary = summary_text(plan),
+    ))
+}
+
 /// A "no" in either dialog: audited under the calling tool, nothing done.
-async fn declined(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>, via: &str) -> ToolError {
+async fn declined(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>, via: Via) -> ToolError {
     audit(
         state,
         ask.tool,
         "declined",
         Some(&plan.id),
         None,
-        json!({"via": via}),
+        json!({"channel": via.as_str(), "at": Utc::now().to_rfc3339()}),
     )
     .await;
     ToolError::new(format!(
-        "The {} for plan {} was declined: nothing was done.",
-        ask.what, plan.id
+        "The {} of plan {} was declined in the client's dialog: nothing was done. Call {} again only if the person asks for it.",
+        ask.noun(),
+        plan.id,
+        ask.tool
     ))
 }
 
@@ -172,7 +247,7 @@ async fn ask_input_required(
     );
     let schema = serde_json::from_value(json!({
         "type": "object",
-        "properties": {"confirm": {"type": "boolean", "title": "Approve", "description": ask.tick}},
+        "properties": {"confirm": {"type": "boolean", "title": "Approve", "description": ask.kind.tick()}},
         "required": ["confirm"]
     }))
     .map_err(|e: serde_json::Error| ToolError::new(e.to_string()))?;
@@ -182,7 +257,7 @@ async fn ask_input_required(
         InputRequest::Elicitation(ElicitRequest::new(
             ElicitRequestParams::FormElicitationParams {
                 meta: None,
-                message: ask.question.clone(),
+                message: message(plan, ask),
                 requested_schema: schema,
             },
         )),
@@ -193,7 +268,7 @@ async fn ask_input_required(
         "asked",
         Some(&plan.id),
         None,
-        json!({"via": "input_required"}),
+        json!({"channel": Via::InputRequired.as_str()}),
     )
     .await;
     Ok(InputRequiredResult::new(Some(reqs), Some(state_str)).into())
@@ -208,21 +283,22 @@ async fn answer_input_required(
     call: &Call,
     sealed: &str,
 ) -> Result<(), ToolError> {
+    let tool = ask.tool;
     let codec = codec(store).await?;
     let payload = codec
         .open_with(sealed, associated_data(ask, plan).as_bytes())
         .map_err(|_| {
-            ToolError::bad_argument("The confirmation state is invalid, tampered with or expired: call launch_run again to be asked afresh. Nothing was dispatched.")
+            ToolError::bad_argument(format!("The confirmation state is invalid, tampered with or expired: call {tool} again so that the person is asked afresh. Nothing was done."))
         })?;
     let sc: SealedConfirm = serde_json::from_slice(&payload).map_err(|_| {
-        ToolError::bad_argument(
-            "The confirmation state is unreadable: call launch_run again. Nothing was dispatched.",
-        )
+        ToolError::bad_argument(format!(
+            "The confirmation state is unreadable: call {tool} again. Nothing was done."
+        ))
     })?;
     if sc.plan_id != plan.id || sc.request_digest != plan.request_digest {
-        return Err(ToolError::bad_argument(
-            "The confirmation was for another plan or request: call launch_run again.",
-        ));
+        return Err(ToolError::bad_argument(format!(
+            "The confirmation was for another plan or request: call {tool} again. Nothing was done."
+        )));
     }
     let first_use = store
         .use_nonce(
@@ -234,16 +310,17 @@ async fn answer_input_required(
     if !first_use {
         audit(
             state,
-            ask.tool,
+            tool,
             "replay_refused",
             Some(&plan.id),
             None,
-            json!({}),
+            json!({"channel": Via::InputRequired.as_str()}),
         )
         .await;
-        return Err(ToolError::new(
-            "This confirmation was already used: a confirmation answers one launch only. Call launch_run again.",
-        ));
+        return Err(ToolError::new(format!(
+            "This confirmation was already used: a confirmation answers one {} only. Call {tool} again. Nothing was done.",
+            ask.noun()
+        )));
     }
     let accepted = call
         .input_responses
@@ -259,9 +336,9 @@ async fn answer_input_required(
                     == Some(true)
         });
     if !accepted {
-        return Err(declined(state, plan, ask, "input_required").await);
+        return Err(declined(state, plan, ask, Via::InputRequired).await);
     }
-    approved(state, store, plan, ask, "input_required").await
+    approved(state, store, plan, ask, Via::InputRequired).await
 }
 
 /// The legacy `elicitation/create` request.
@@ -272,32 +349,30 @@ async fn ask_elicitation(
     ask: Ask<'_>,
     call: &Call,
 ) -> Result<(), ToolError> {
-    match call.ctx.peer.elicit::<Confirm>(ask.question.clone()).await {
-        Ok(Some(Confirm { confirm: true })) => {
-            approved(state, store, plan, &ask, "elicitation").await
-        }
+    match call.ctx.peer.elicit::<Confirm>(message(plan, &ask)).await {
+        Ok(Some(Confirm { confirm: true })) => approved(state, store, plan, &ask, Via::Form).await,
         Ok(_)
         | Err(rmcp::service::ElicitationError::UserDeclined)
         | Err(rmcp::service::ElicitationError::UserCancelled) => {
-            Err(declined(state, plan, &ask, "elicitation").await)
+            Err(declined(state, plan, &ask, Via::Form).await)
         }
         Err(e) => Err(ToolError::needs_person(format!(
-            "Could not ask for confirmation ({e}). Run `factory-mcp approve {}` in a terminal, then call {} again.",
-            plan.id, ask.tool
+            "Could not show the confirmation dialog ({e}). Nothing was done. Ask the person to approve it themselves, in their own terminal, with `factory-mcp approve {}`; then call {} again{}.",
+            plan.id, ask.tool, ask.again_with
         ))),
     }
 }
 
-/// Record the yes (so a retry is not asked again) and audit it.
+/// Record the yes with its channel (so a retry is not asked again) and audit it.
 async fn approved(
     state: &AppState,
     store: &dyn StateStore,
     plan: &PlanRecord,
     ask: &Ask<'_>,
-    via: &str,
+    via: Via,
 ) -> Result<(), ToolError> {
     store
-        .record_decision(&plan.id, Decision::Approved, "elicitation")
+        .record_decision(&plan.id, Decision::Approved, via.as_str())
         .await
         .map_err(|e| ToolError::unavailable(format!("cannot record the decision: {e}")))?;
     audit(
@@ -306,7 +381,7 @@ async fn approved(
         "approved",
         Some(&plan.id),
         None,
-        json!({"via": via}),
+        json!({"channel": via.as_str(), "at": Utc::now().to_rfc3339()}),
     )
     .await;
     Ok(())

@@ -1,18 +1,19 @@
 //! The lifecycle toolset: `stop_run`, `pause_run`, `restart_run` and `delete_run`. Which status
 //! allows what is the policy's decision (`factory_policies::lifecycle`). A delete is always
-//! confirmed by a person (the client's dialog, or an intent approved with `factory-mcp
-//! approve`), whatever the policy's `confirm` mode, and the run's identity is re-checked after
-//! the yes.
+//! confirmed by a person (the client's dialog where the policy takes it, or an intent approved
+//! with `factory-mcp approve`), whatever the policy's `confirm` mode; the person is shown a
+//! delete summary (never a launch's words), and the run's identity is re-checked after the yes.
 
 use std::{sync::Arc, time::Duration};
 
 use chrono::Utc;
-use factory_platform::wire::runs::RunStatus;
+use factory_platform::wire::runs::{RlRun, RunStatus};
 use factory_policies::{
     confirmation::Action,
     launch,
     lifecycle::{self, Pause},
-    store::{Claim, Decision, DispatchState, PlanRecord},
+    store::{Claim, Decision, DispatchState, PlanRecord, StateStore},
+    summary::{Line, Part, Summary, SummaryKind},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -269,143 +270,241 @@ pub struct DeleteOut {
     pub intent_id: String,
 }
 
+/// `delete_run`: a run that holds no GPUs, an intent a person approves (the client's dialog
+/// or `factory-mcp approve`, as the policy allows), the run re-checked after the yes, one
+/// delete per intent.
 async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolResult<DeleteOut> {
-    RunId::parse(&args.run_id)?;
-    let run = fetch_run(&state, &args.run_id).await?;
+    let run = deletable_run(&state, &args.run_id).await?;
+    let store = state.store()?;
+    let intent = delete_intent(&state, store, &run, args.intent_id.as_deref()).await?;
+    // Always a person, whatever `confirm` says (and through the channels it allows).
+    let ask = Ask {
+        tool: "delete_run",
+        action: Action::Delete,
+        kind: SummaryKind::Delete,
+        again_with: format!(" with intent_id: \"{}\"", intent.id),
+    };
+    if let Some(resp) = confirm(&state, store, &intent, ask, &call).await? {
+        return Ok(Outcome::Response(Box::new(resp)));
+    }
+    still_as_shown(&state, &run).await?;
+    if let Some(done) = claim_delete(store, &run, &intent).await? {
+        return Ok(done);
+    }
+    delete_now(&state, store, run, intent).await
+}
+
+/// The run, if it may be deleted at all (a run holding GPUs is stopped first).
+async fn deletable_run(state: &AppState, run_id: &str) -> Result<RlRun, ToolError> {
+    RunId::parse(run_id)?;
+    let run = fetch_run(state, run_id).await?;
     if !lifecycle::may_delete(&run.run_status()) {
         return Err(ToolError::new(format!(
             "Run {} is {}: a run that holds GPUs is not deleted. Stop it first (stop_run), then delete it.",
             run.id, run.status
         )));
     }
-    let store = state.store()?;
+    Ok(run)
+}
+
+/// The delete intent of `run`: the one named by `intent_id`, else the newest open one, else a
+/// new one stored like a plan (so `factory-mcp approve` accepts its id).
+async fn delete_intent(
+    state: &AppState,
+    store: &dyn StateStore,
+    run: &RlRun,
+    intent_id: Option<&str>,
+) -> Result<PlanRecord, ToolError> {
     let digest = launch::digest(&json!({"delete": run.id}));
-    // One intent per run: the confirmation round trip and `approve` both refer to it.
     let now = Utc::now();
-    let existing = match &args.intent_id {
-        Some(id) => {
-            let plan = store
-                .get_plan(id)
-                .await
-                .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
-                .ok_or_else(|| {
-                    ToolError::new(format!(
-                        "Unknown intent {id}: call delete_run without intent_id to make one."
-                    ))
-                })?;
-            if plan.content_digest != digest {
-                return Err(ToolError::new(format!(
-                    "Intent {id} is not for run {}.",
-                    run.id
-                )));
-            }
-            Some(plan)
-        }
-        None => {
-            let mut open = Vec::new();
-            for p in store
-                .plans_by_content_digest(&digest)
-                .await
-                .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
-            {
-                if !p.is_expired(now) && !matches!(store.dispatch(&p.id).await, Ok(Some(_))) {
-                    open.push(p);
-                }
-            }
-            open.into_iter().max_by_key(|p| p.created_at)
-        }
+    let existing = match intent_id {
+        Some(id) => Some(named_intent(store, id, &digest, &run.id).await?),
+        None => open_intent(store, &digest, now).await?,
     };
-    let intent = match existing {
-        Some(p) if p.is_expired(now) => {
-            return Err(ToolError::new(format!(
-                "Intent {} expired: call delete_run without intent_id for a new one.",
-                p.id
-            )));
-        }
-        Some(p) => p,
-        None => {
-            let id = PlanId::generate().to_string();
-            let summary = format!(
-                "PERMANENTLY DELETE run {} ({}, {}, model {}, created {}). Its record, logs and metrics go; this cannot be undone.",
-                run.id,
-                run.name.as_deref().unwrap_or("unnamed"),
-                run.status,
-                run.base_model.as_deref().unwrap_or("?"),
-                run.created_at
-            );
-            let plan = PlanRecord {
-                id: id.clone(),
-                created_at: now,
-                expires_at: now + INTENT_TTL,
-                request_digest: digest.clone(),
-                content_digest: digest.clone(),
-                owner: run.team_id.clone(),
-                summary_text: summary,
-                body: json!({"kind": "delete", "run_id": run.id, "name": run.name}),
-            };
-            store
-                .put_plan(&plan)
-                .await
-                .map_err(|e| ToolError::new(format!("cannot record the delete intent: {e}")))?;
-            plan
-        }
-    };
-    // Always a person, whatever `confirm` says.
-    let ask = Ask {
-        tool: "delete_run",
-        action: Action::Delete,
-        what: "deletion",
-        // The same words as a launch's dialog (kept as they were; see the closing note).
-        question: format!("{}\n\nApprove this billable launch?", intent.summary_text),
-        tick: "Tick to launch (billable)",
-        again_with: format!(" with intent_id: \"{}\"", intent.id),
-    };
-    if let Some(resp) = confirm(&state, store, &intent, ask, &call).await? {
-        return Ok(Outcome::Response(Box::new(resp)));
+    match existing {
+        Some(p) if p.is_expired(now) => Err(ToolError::new(format!(
+            "Intent {} expired: call delete_run without intent_id for a new one.",
+            p.id
+        ))),
+        Some(p) => Ok(p),
+        None => new_intent(state, store, run, digest, now).await,
     }
-    // After the yes: the run is still the one shown, and still not active.
-    let again = fetch_run(&state, &run.id).await?;
-    if !lifecycle::delete_still_valid(
+}
+
+async fn named_intent(
+    store: &dyn StateStore,
+    id: &str,
+    digest: &str,
+    run_id: &str,
+) -> Result<PlanRecord, ToolError> {
+    let plan = store
+        .get_plan(id)
+        .await
+        .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
+        .ok_or_else(|| {
+            ToolError::new(format!(
+                "Unknown intent {}: call delete_run without intent_id to make one.",
+                factory_policies::untrusted::one_line(id, 40)
+            ))
+        })?;
+    if plan.content_digest != digest {
+        return Err(ToolError::new(format!(
+            "Intent {} is not for run {run_id}.",
+            plan.id
+        )));
+    }
+    Ok(plan)
+}
+
+/// The newest intent for this run that is neither expired nor used.
+async fn open_intent(
+    store: &dyn StateStore,
+    digest: &str,
+    now: chrono::DateTime<Utc>,
+) -> Result<Option<PlanRecord>, ToolError> {
+    let mut open = Vec::new();
+    for p in store
+        .plans_by_content_digest(digest)
+        .await
+        .map_err(|e| ToolError::new(format!("cannot read intents: {e}")))?
+    {
+        if !p.is_expired(now) && !matches!(store.dispatch(&p.id).await, Ok(Some(_))) {
+            open.push(p);
+        }
+    }
+    Ok(open.into_iter().max_by_key(|p| p.created_at))
+}
+
+async fn new_intent(
+    state: &AppState,
+    store: &dyn StateStore,
+    run: &RlRun,
+    digest: String,
+    now: chrono::DateTime<Utc>,
+) -> Result<PlanRecord, ToolError> {
+    let id = PlanId::generate().to_string();
+    let expires_at = now + INTENT_TTL;
+    let team_name = match state.platform() {
+        Ok(p) => crate::owner::team_name(p, run.team_id.as_deref()).await,
+        Err(_) => None,
+    };
+    let screen = delete_summary(&id, expires_at, run, team_name.as_deref());
+    let plan = PlanRecord {
+        id,
+        created_at: now,
+        expires_at,
+        request_digest: digest.clone(),
+        content_digest: digest,
+        owner: run.team_id.clone(),
+        summary_text: screen.to_text(),
+        body: json!({"kind": "delete", "run_id": run.id, "name": run.name, "summary": screen}),
+    };
+    store
+        .put_plan(&plan)
+        .await
+        .map_err(|e| ToolError::new(format!("cannot record the delete intent: {e}")))?;
+    Ok(plan)
+}
+
+/// What a person reads before a delete: the run, its owner (team id and name), and that it
+/// cannot be undone; the run's name, status and model are the platform's (untrusted) text.
+fn delete_summary(
+    intent_id: &str,
+    expires_at: chrono::DateTime<Utc>,
+    run: &RlRun,
+    team_name: Option<&str>,
+) -> Summary {
+    let value = |v: Option<&str>, absent: &str| {
+        v.map_or_else(|| Part::Ours(absent.into()), |s| Part::Untrusted(s.into()))
+    };
+    Summary {
+        kind: SummaryKind::Delete,
+        id: intent_id.to_owned(),
+        expires_at,
+        figures: vec![
+            Line::new(
+                "Deletes",
+                vec![
+                    Part::Ours("run ".into()),
+                    Part::Untrusted(run.id.clone()),
+                    Part::Ours(
+                        " PERMANENTLY: its record, logs and metrics go; this cannot be undone"
+                            .into(),
+                    ),
+                ],
+            ),
+            crate::launch::owner_line(run.team_id.as_deref(), team_name, "the run"),
+        ],
+        details: vec![
+            Line::new("Run name", vec![value(run.name.as_deref(), "unnamed")]),
+            Line::new("Status", vec![Part::Untrusted(run.status.clone())]),
+            Line::new("Model", vec![value(run.base_model.as_deref(), "?")]),
+            Line::new("Created", vec![Part::Untrusted(run.created_at.clone())]),
+        ],
+    }
+}
+
+/// After the yes: the run is still the one shown, and still not active.
+async fn still_as_shown(state: &AppState, run: &RlRun) -> Result<(), ToolError> {
+    let again = fetch_run(state, &run.id).await?;
+    if lifecycle::delete_still_valid(
         run.name.as_deref(),
         again.name.as_deref(),
         &again.run_status(),
     ) {
-        return Err(ToolError::new(format!(
-            "Run {} changed since it was shown ({} → {}): nothing was deleted; call delete_run again.",
-            run.id, run.status, again.status
-        )));
+        return Ok(());
     }
+    Err(ToolError::new(format!(
+        "Run {} changed since it was shown ({} → {}): nothing was deleted; call delete_run again.",
+        run.id,
+        factory_policies::untrusted::inline(&run.status, 40),
+        factory_policies::untrusted::inline(&again.status, 40)
+    )))
+}
+
+/// Claim the intent's one delete; `Some` when it was already done (or is being done).
+async fn claim_delete(
+    store: &dyn StateStore,
+    run: &RlRun,
+    intent: &PlanRecord,
+) -> Result<Option<Outcome<DeleteOut>>, ToolError> {
     match store
         .claim_dispatch(&intent.id, Duration::from_secs(120))
         .await
     {
-        Ok(Claim::Claimed(_)) => {}
+        Ok(Claim::Claimed(_)) => Ok(None),
         Ok(Claim::Existing(rec)) if matches!(rec.state, DispatchState::Dispatched { .. }) => {
-            return Ok(Outcome::done(
+            Ok(Some(Outcome::done(
                 format!(
                     "Run {} was already deleted through intent {}",
                     run.id, intent.id
                 ),
                 DeleteOut {
-                    run_id: run.id,
+                    run_id: run.id.clone(),
                     deleted: true,
-                    intent_id: intent.id,
+                    intent_id: intent.id.clone(),
                 },
-            ));
+            )))
         }
-        _ => {
-            return Err(ToolError::new(
-                "Another call is deleting this run; call again in a moment.",
-            ));
-        }
+        _ => Err(ToolError::new(
+            "Another call is deleting this run; call again in a moment.",
+        )),
     }
+}
+
+async fn delete_now(
+    state: &AppState,
+    store: &dyn StateStore,
+    run: RlRun,
+    intent: PlanRecord,
+) -> ToolResult<DeleteOut> {
     match state.platform()?.delete_run(&run.id).await {
         Ok(_) => {
             let _ = store
                 .mark_dispatched(&intent.id, &run.id, &json!({"deleted": true}))
                 .await;
             audit(
-                &state,
+                state,
                 "delete_run",
                 "deleted",
                 Some(&intent.id),
@@ -424,9 +523,13 @@ async fn delete_run(state: Arc<AppState>, args: DeleteArgs, call: Call) -> ToolR
         }
         Err(e) => {
             let _ = store.mark_failed(&intent.id, &e.to_string()).await;
-            let _ = store
-                .record_decision(&intent.id, Decision::Approved, "kept")
-                .await;
+            // The person's yes stands for a retry of the same intent, through the channel it
+            // came by (so a policy that takes only some channels still judges it rightly).
+            if let Ok(Some(d)) = store.decision(&intent.id).await {
+                let _ = store
+                    .record_decision(&intent.id, Decision::Approved, &d.via)
+                    .await;
+            }
             Err(platform_error(&format!("delete run {}", run.id), &e))
         }
     }

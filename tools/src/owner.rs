@@ -206,6 +206,19 @@ impl Owners {
     }
 }
 
+/// The name of team `team_id` as the platform lists it, to show beside the id in a summary;
+/// `None` for the personal account or when the list cannot be read (the summary says so).
+pub(crate) async fn team_name(platform: &PlatformClient, team_id: Option<&str>) -> Option<String> {
+    let id = team_id?;
+    match platform.list_all_teams().await {
+        Ok(teams) => teams.into_iter().find(|t| t.team_id == id).map(|t| t.name),
+        Err(e) => {
+            tracing::debug!(error = %e, "could not list teams for the team's name");
+            None
+        }
+    }
+}
+
 /// Every owner the key can act for, filtered by the policy's allowlist (`"personal"` names the
 /// personal account there), and whether an argument-less call is ambiguous.
 pub(crate) async fn owners(

@@ -185,7 +185,8 @@ impl std::fmt::Display for Decision {
 pub struct DecisionRecord {
     pub plan_id: String,
     pub decision: Decision,
-    /// `"terminal"`, `"elicitation"` or `"plan-mode"`.
+    /// The channel the answer came through (`confirmation::Via::as_str`: `"terminal"`,
+    /// `"form"`, `"input_required"`; `"elicitation"` in older rows).
     pub via: String,
     pub decided_at: DateTime<Utc>,
     /// The plan's request digest when the decision was made (plans are immutable, so this
@@ -517,7 +518,11 @@ impl Store {
                 tx,
                 &AuditEvent::new(via, "decide", decision.as_str())
                     .plan(plan_id)
-                    .detail(serde_json::json!({ "request_digest": digest })),
+                    .detail(serde_json::json!({
+                        "request_digest": digest,
+                        "channel": via,
+                        "decided_at": from_millis(now).to_rfc3339(),
+                    })),
             )
         })
     }

@@ -22,6 +22,8 @@ mod run;
 mod summary;
 mod volumes;
 
+pub(crate) use summary::owner_line;
+
 use factory_platform::wire::runs::{ResumeSpec, RunSpec};
 use factory_policies::launch::Price;
 use schemars::JsonSchema;
@@ -81,6 +83,9 @@ pub(crate) struct PlanBody {
     pub(crate) run_name: String,
     pub(crate) run_name_generated: bool,
     pub(crate) team_id: Option<String>,
+    /// The team's name as the platform lists it (shown beside the id; untrusted text).
+    #[serde(default)]
+    pub(crate) team_name: Option<String>,
     pub(crate) owner_label: String,
     pub(crate) owner_source: String,
     pub(crate) config_path: Option<String>,

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use factory_platform::wire::{runs::RlRun, volumes::Volume};
 use factory_policies::{
-    ConfirmMode, duplicates, forwarding,
+    duplicates, forwarding,
     launch::{self, ActiveRun, PlanFigures},
     overrides,
     store::PlanRecord,
+    summary::Summary,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -147,6 +148,7 @@ pub(super) async fn plan_run(
         return Err(refuse(refusal));
     }
     let account = checks::gather(platform, &owner.team).await?;
+    let team_name = owner::team_name(platform, owner.team.as_deref()).await;
     let mut report = config.report;
     let capacity = checks::refuse_config_errors(&mut report, &account)?;
     let mode = report.mode.as_str().to_string();
@@ -210,6 +212,7 @@ pub(super) async fn plan_run(
             &resolved,
             &report,
             &owner,
+            team_name,
             env_names,
             volume,
             price,
@@ -246,6 +249,7 @@ fn launch_body(
     resolved: &ResolvedLaunch,
     report: &validation::Report,
     owner: &Owner,
+    team_name: Option<String>,
     env_names: Vec<String>,
     volume: Option<VolumePlan>,
     price: launch::Price,
@@ -261,6 +265,7 @@ fn launch_body(
         run_name: resolved.run_name.clone(),
         run_name_generated: resolved.run_name_generated,
         team_id: owner.team.clone(),
+        team_name,
         owner_label: owner.label.clone(),
         owner_source: owner.source.clone(),
         config_path,
@@ -303,7 +308,7 @@ async fn finish_plan(
     }));
     let plan_id = PlanId::generate();
     let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
-    let summary = summary::launch_summary(
+    let screen = summary::launch_summary(
         plan_id.as_str(),
         &expires,
         &body,
@@ -312,6 +317,7 @@ async fn finish_plan(
         p.source_ref.as_deref(),
         state.sandbox,
     );
+    let summary = screen.to_text();
     store_plan(
         state,
         &plan_id,
@@ -320,7 +326,7 @@ async fn finish_plan(
         &request_digest,
         &content_digest,
         &body.team_id,
-        &summary,
+        &screen,
         &body,
     )
     .await?;
@@ -336,15 +342,8 @@ async fn finish_plan(
         }),
     )
     .await;
-    let confirmation = match state.policy.confirm {
-        ConfirmMode::Plan => {
-            "plan mode: launch_run with this plan_id dispatches without asking (cost caps apply)"
-                .to_string()
-        }
-        ConfirmMode::Human => format!(
-            "a person must confirm: launch_run asks through your client's confirmation dialog when it has one; otherwise the person runs `factory-mcp approve {plan_id}` in a terminal, then launch_run is called again"
-        ),
-    };
+    let confirmation =
+        crate::confirm::plan_note(state.policy.confirm, "launch_run", plan_id.as_str());
     let headline = headline(&body, owner, body.blocked.is_some());
     Ok(Outcome::done(
         format!("{headline}\n{summary}"),
@@ -416,6 +415,7 @@ fn screen_arguments(
         .map_err(|e| ToolError::bad_argument(e.to_string()))?;
     forwarding::check_values_held(&env_names, |n| state.secret_value(n).is_some())
         .map_err(refuse)?;
+    request::check_argument_names(args)?;
     let mut overrides = Vec::new();
     for (flag, name) in [
         (args.relaunch_after_failure, "relaunch_after_failure"),
@@ -576,9 +576,12 @@ pub(super) async fn store_plan(
     request_digest: &str,
     content_digest: &str,
     owner: &Option<String>,
-    summary: &str,
+    screen: &Summary,
     body: &PlanBody,
 ) -> Result<(), ToolError> {
+    // The structured summary travels in the body (the page renders it; `approve` too).
+    let mut body = serde_json::to_value(body).map_err(|e| refuse(format!("internal: {e}")))?;
+    body["summary"] = serde_json::to_value(screen).map_err(|e| refuse(format!("internal: {e}")))?;
     state
         .store()?
         .put_plan(&PlanRecord {
@@ -588,8 +591,8 @@ pub(super) async fn store_plan(
             request_digest: request_digest.to_string(),
             content_digest: content_digest.to_string(),
             owner: owner.clone(),
-            summary_text: summary.to_string(),
-            body: serde_json::to_value(body).map_err(|e| refuse(format!("internal: {e}")))?,
+            summary_text: screen.to_text(),
+            body,
         })
         .await
         .map_err(|e| ToolError::unavailable(format!("cannot store the plan: {e}")))

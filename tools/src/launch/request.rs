@@ -3,7 +3,11 @@
 //! request with the secret values read from the server's environment.
 
 use factory_platform::wire::runs::{CreateRunRequest, ResumeRunRequest, ResumeSpec, RunSpec};
-use factory_policies::{forwarding::FORWARDABLE, launch};
+use factory_policies::{
+    forwarding::FORWARDABLE,
+    launch,
+    names::{self, NameKind},
+};
 use secrecy::SecretString;
 use serde_json::{Map, Value, json};
 
@@ -65,6 +69,7 @@ pub(super) fn resolve_launch(
     let source_ref = pick(&args.source_ref, "source_ref");
     let volume_name = pick(&args.volume, "volume");
     let volume_size = pick(&args.volume_size, "volume_size");
+    check_config_names(doc, &args.run_name)?;
     if volume_size.is_some() && volume_name.is_none() {
         return Err(refuse(
             "`volume_size` needs `volume` (the volume to create).",
@@ -211,6 +216,50 @@ fn submission_config(doc: &toml::Table) -> Result<(Map<String, Value>, Vec<Strin
 
 fn toml_str(doc: &toml::Table, key: &str) -> Option<String> {
     doc.get(key).and_then(|v| v.as_str()).map(str::to_owned)
+}
+
+/// The names a plan carries follow their character rules (`factory_policies::names`): the
+/// arguments' values, checked before anything else.
+pub(super) fn check_argument_names(args: &PlanRunArgs) -> Result<(), ToolError> {
+    for (kind, key, value) in [
+        (NameKind::RunName, "run_name", &args.run_name),
+        (NameKind::ImageTag, "image_tag", &args.image_tag),
+        (NameKind::Volume, "volume", &args.volume),
+        (NameKind::VolumeSize, "volume_size", &args.volume_size),
+        (NameKind::SourceRef, "source_ref", &args.source_ref),
+    ] {
+        if let Some(v) = value {
+            names::check(kind, v, &format!("The argument `{key}`"))
+                .map_err(|e| ToolError::bad_argument(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The same rules for the values the TOML sets (an argument's value was merged into the TOML
+/// and already checked). The run name from the TOML is checked unless an argument replaces it.
+fn check_config_names(doc: &toml::Table, run_name_arg: &Option<String>) -> Result<(), ToolError> {
+    for (kind, key) in [
+        (NameKind::RunName, "name"),
+        (NameKind::ImageTag, "image_tag"),
+        (NameKind::Volume, "volume"),
+        (NameKind::VolumeSize, "volume_size"),
+        (NameKind::SourceRef, "source_ref"),
+    ] {
+        if kind == NameKind::RunName && run_name_arg.is_some() {
+            continue;
+        }
+        // Only string values name anything (an empty `name` means "generate one").
+        let Some(text) = doc.get(key).and_then(toml::Value::as_str) else {
+            continue;
+        };
+        if kind == NameKind::RunName && text.trim().is_empty() {
+            continue;
+        }
+        names::check(kind, text, &format!("The config's `{key}`"))
+            .map_err(|e| ToolError::bad_argument(e.to_string()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use factory_platform::{
     wire::{account::AvailableModels, runs::RlRun},
 };
 use factory_policies::{
-    ConfirmMode, capacity, duplicates,
+    capacity, duplicates,
     launch::{self, PlanFigures, Price},
     lifecycle, overrides,
 };
@@ -91,6 +91,7 @@ pub(super) async fn plan_resume(
             relation: duplicates::Relation::Active.as_str().into(),
         })
         .collect();
+    let team_name = crate::owner::team_name(platform, team.as_deref()).await;
     let body = PlanBody {
         request: resume_spec(priced.gpu_type.clone(), args.image_tag.clone()),
         env_names,
@@ -101,6 +102,7 @@ pub(super) async fn plan_resume(
             .map(|t| format!("team {t}"))
             .unwrap_or_else(|| "personal account".into()),
         team_id: team,
+        team_name,
         owner_source: format!("the paused run {from}"),
         config_path: None,
         config_sha256: None,
@@ -195,7 +197,8 @@ async fn finish_resume(
     let now = Utc::now();
     let plan_id = PlanId::generate();
     let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
-    let summary = summary::resume_summary(plan_id.as_str(), &expires, from, &body, state.sandbox);
+    let screen = summary::resume_summary(plan_id.as_str(), &expires, from, &body, state.sandbox);
+    let summary = screen.to_text();
     store_plan(
         state,
         &plan_id,
@@ -204,7 +207,7 @@ async fn finish_resume(
         &request_digest,
         &content_digest,
         &body.team_id,
-        &summary,
+        &screen,
         &body,
     )
     .await?;
@@ -239,13 +242,18 @@ async fn finish_resume(
             volume: None,
             env: body.env_names.clone(),
             max_steps: body.max_steps,
-            checks: vec![CheckItem { check: "resume".into(), status: "ok".into(), detail: format!("{from} is PAUSED") }],
+            checks: vec![CheckItem {
+                check: "resume".into(),
+                status: "ok".into(),
+                detail: format!("{from} is PAUSED"),
+            }],
             duplicates,
             blocked: None,
-            confirmation: match state.policy.confirm {
-                ConfirmMode::Plan => "plan mode: resume_run with this plan_id dispatches without asking (cost caps apply)".into(),
-                ConfirmMode::Human => format!("a person must confirm: resume_run asks through your client's dialog, or the person runs `factory-mcp approve {plan_id}`"),
-            },
+            confirmation: crate::confirm::plan_note(
+                state.policy.confirm,
+                "resume_run",
+                plan_id.as_str(),
+            ),
             request: request_value,
             request_digest,
             content_digest,

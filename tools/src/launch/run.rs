@@ -11,6 +11,7 @@ use factory_policies::{
     confirmation::Action,
     launch::{self, ActiveRun, PlanFigures},
     store::{PlanRecord, StateStore},
+    summary::SummaryKind,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -148,9 +149,11 @@ async fn run_plan(
         let ask = Ask {
             tool: tool_name,
             action: Action::Launch,
-            what: "launch",
-            question: format!("{}\n\nApprove this billable launch?", plan.summary_text),
-            tick: "Tick to launch (billable)",
+            kind: if body.kind == KIND_RESUME {
+                SummaryKind::Resume
+            } else {
+                SummaryKind::Launch
+            },
             again_with: String::new(),
         };
         if let Some(resp) = confirm(&state, store, &plan, ask, &call).await? {
