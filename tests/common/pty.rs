@@ -206,11 +206,8 @@ impl OnPty {
         let status = self.child.wait().expect("wait");
         // With the child gone and our slave closed, the reader sees EOF after the last byte.
         self.slave.take();
-        loop {
-            match self.rx.recv_timeout(HANG_GUARD) {
-                Ok(chunk) => self.take(chunk),
-                Err(_) => break,
-            }
+        while let Ok(chunk) = self.rx.recv_timeout(HANG_GUARD) {
+            self.take(chunk);
         }
         Finished {
             status,
