@@ -75,7 +75,7 @@ async fn a_reserved_only_gpu_type_plans_and_launches() {
         p["summary"]
             .as_str()
             .unwrap()
-            .contains("Price:    reserved — not counted in budgets"),
+            .contains("Price:     reserved — not counted in budgets"),
         "{}",
         p["summary"]
     );

@@ -191,19 +191,38 @@ fn render_line(out: &mut Vec<String>, line: &Line) {
     );
     let value: Vec<char> = line.value().chars().collect();
     let room = WRAP_AT - LABEL_WIDTH - 1;
-    let mut chunks = value.chunks(room);
-    out.push(format!(
-        "{label} {}",
-        chunks.next().map(String::from_iter).unwrap_or_default()
-    ));
-    for chunk in chunks {
-        out.push(format!(
-            "{:width$} {}",
-            "",
-            String::from_iter(chunk),
-            width = LABEL_WIDTH
-        ));
+    let mut rest: &[char] = &value;
+    let mut first = true;
+    loop {
+        let (chunk, next) = wrap_once(rest, room);
+        let text = String::from_iter(chunk);
+        out.push(if first {
+            format!("{label} {text}")
+        } else {
+            format!("{:width$} {text}", "", width = LABEL_WIDTH)
+        });
+        first = false;
+        rest = next;
+        if rest.is_empty() {
+            break;
+        }
     }
+}
+
+/// One line of at most `room` characters from `value`, and the rest: broken after the last
+/// space in the line's second half when there is one, otherwise cut at `room`.
+fn wrap_once(value: &[char], room: usize) -> (&[char], &[char]) {
+    if value.len() <= room {
+        return (value, &[]);
+    }
+    let cut = value[room / 2..=room]
+        .iter()
+        .rposition(|c| *c == ' ')
+        .map_or(room, |i| room / 2 + i);
+    let (line, rest) = value.split_at(cut);
+    let rest = if rest.first() == Some(&' ') { &rest[1..] } else { rest };
+    let line = if line.last() == Some(&' ') { &line[..line.len() - 1] } else { line };
+    (line, rest)
 }
 
 /// A plan summary that predates the structured one: each stored line neutralised.
@@ -277,6 +296,29 @@ mod tests {
             assert!(line.chars().count() <= WRAP_AT, "{line:?}");
         }
         assert!(text.len() < 4096, "bounded: {} bytes", text.len());
+    }
+
+    #[test]
+    fn long_lines_wrap_between_words_under_the_label_column() {
+        let words = "reserved capacity has no published price; the policy key counts it ".repeat(3);
+        let mut out = Vec::new();
+        render_line(&mut out, &Line::new("Basis", vec![Part::Prose(words.clone())]));
+        assert!(out.len() > 1, "{out:?}");
+        for (i, l) in out.iter().enumerate() {
+            assert!(l.chars().count() <= WRAP_AT, "{l:?}");
+            assert!(!l.ends_with(' '), "{l:?}");
+            if i > 0 {
+                assert!(l.starts_with(&" ".repeat(LABEL_WIDTH + 1)), "{l:?}");
+            }
+        }
+        // Nothing lost: the words read back in order.
+        let back: Vec<&str> = out.iter().flat_map(|l| l.split_whitespace()).skip(1).collect();
+        assert_eq!(back, words.split_whitespace().collect::<Vec<_>>());
+        // A value without spaces is cut at the width.
+        let mut out = Vec::new();
+        render_line(&mut out, &Line::ours("Basis", "x".repeat(200)));
+        assert_eq!(out[0].chars().count(), WRAP_AT);
+        assert_eq!(out.len(), 3);
     }
 
     #[test]
