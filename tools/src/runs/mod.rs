@@ -288,7 +288,7 @@ async fn list_every_owner(
         }));
     }
     // Newest first across owners (a run without a readable time sorts last).
-    merged.sort_by(|a, b| b.0.cmp(&a.0));
+    merged.sort_by_key(|m| std::cmp::Reverse(m.0));
     let runs: Vec<RunSummary> = merged
         .into_iter()
         .skip(skip)
