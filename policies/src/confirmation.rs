@@ -34,6 +34,9 @@ pub enum Channel {
     Elicitation,
     /// The client cannot ask: a person runs `factory-mcp approve <id>`.
     ApproveCommand,
+    /// URL-mode elicitation: the client opens the server's approval page; the person's
+    /// decision is the page's Approve or Decline, never the elicitation's answer.
+    Page,
 }
 
 /// Whether a person must confirm `action` under `mode`.
@@ -50,6 +53,22 @@ pub fn channel(mode: ConfirmMode, action: Action, client: Client) -> Channel {
         (true, true) => Channel::InputRequired,
         (false, true) => Channel::Elicitation,
         (_, false) => Channel::ApproveCommand,
+    }
+}
+
+/// The channel when the client's declared elicitation modes are known: a client that
+/// declared URL mode (in either protocol era) is sent to the approval page whenever a person
+/// is needed; form elicitation stays for clients that declared form and not URL.
+pub fn channel_with_modes(
+    mode: ConfirmMode,
+    action: Action,
+    client: Client,
+    url_mode: bool,
+) -> Channel {
+    match channel(mode, action, client) {
+        Channel::NotNeeded => Channel::NotNeeded,
+        _ if url_mode => Channel::Page,
+        other => other,
     }
 }
 
@@ -90,6 +109,35 @@ mod tests {
         assert_eq!(
             channel(h, Action::Delete, Client::default()),
             Channel::ApproveCommand
+        );
+    }
+
+    #[test]
+    fn a_client_that_declared_url_mode_gets_the_page_in_both_eras() {
+        let h = ConfirmMode::Human;
+        for client in [MODERN, LEGACY] {
+            assert_eq!(
+                channel_with_modes(h, Action::Launch, client, true),
+                Channel::Page
+            );
+            assert_eq!(
+                channel_with_modes(h, Action::Delete, client, true),
+                Channel::Page
+            );
+        }
+        // Form without URL keeps the form; no elicitation at all keeps the command.
+        assert_eq!(
+            channel_with_modes(h, Action::Launch, LEGACY, false),
+            Channel::Elicitation
+        );
+        assert_eq!(
+            channel_with_modes(h, Action::Launch, MUTE, false),
+            Channel::ApproveCommand
+        );
+        // Plan mode still needs nobody for a launch.
+        assert_eq!(
+            channel_with_modes(ConfirmMode::Plan, Action::Launch, MODERN, true),
+            Channel::NotNeeded
         );
     }
 }

@@ -42,6 +42,10 @@ pub struct ApproveArgs {
     /// Refuse without asking (also revokes an approval that was not used yet).
     #[arg(long)]
     pub refuse: bool,
+    /// Decide on the approval page in your browser instead: prints the page's address on this
+    /// terminal (only), serves the page on a loopback port, and waits for your decision.
+    #[arg(long, conflicts_with_all = ["yes", "refuse"])]
+    pub page: bool,
     /// The state directory [default: $XDG_STATE_HOME/factory-mcp, else
     /// ~/.local/state/factory-mcp]; must match the server's.
     #[arg(long, value_name = "DIR")]
@@ -55,6 +59,9 @@ const ACTOR: &str = "approve";
 
 /// Run the subcommand on this process's terminal.
 pub fn run(args: ApproveArgs) -> ExitCode {
+    if args.page {
+        return ExitCode::from(crate::page::approve_on_page(&args));
+    }
     let interactive = std::io::stdin().is_terminal();
     let mut input = std::io::stdin().lock();
     let mut out = std::io::stdout().lock();

@@ -90,7 +90,12 @@ pub(crate) async fn confirm(
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some()),
     };
-    match confirmation::channel(state.policy.confirm, ask.action, client) {
+    // URL-mode elicitation (either era) goes to the approval page (`approval_page`).
+    let url_mode = ctx
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.as_ref().is_some_and(|e| e.url.is_some()));
+    match confirmation::channel_with_modes(state.policy.confirm, ask.action, client, url_mode) {
+        Channel::Page => crate::approval_page::ask(state, store, plan, &ask, call).await,
         Channel::NotNeeded => Ok(None),
         Channel::InputRequired => match &call.request_state {
             None => ask_input_required(state, store, plan, &ask).await.map(Some),
@@ -112,8 +117,8 @@ pub(crate) async fn confirm(
             )
             .await;
             Err(ToolError::needs_person(format!(
-                "A person must approve this and this client cannot show a confirmation dialog. Ask the user to run `factory-mcp approve {}` in their terminal, then call {} again{}. Nothing was done.\n\n{}",
-                plan.id, ask.tool, ask.again_with, plan.summary_text
+                "A person must approve this and this client cannot show a confirmation dialog. Ask the user to run `factory-mcp approve {}` in their terminal (or `factory-mcp approve {} --page` to decide on the approval page in their browser), then call {} again{}. Nothing was done.\n\n{}",
+                plan.id, plan.id, ask.tool, ask.again_with, plan.summary_text
             )))
         }
     }
@@ -136,7 +141,7 @@ async fn declined(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>, via: &str)
     ))
 }
 
-async fn codec(store: &dyn StateStore) -> Result<RequestStateCodec, ToolError> {
+pub(crate) async fn codec(store: &dyn StateStore) -> Result<RequestStateCodec, ToolError> {
     let key = store
         .request_state_key()
         .await
