@@ -13,9 +13,9 @@ use factory_policies::store::Store;
 use rmcp::{
     ClientHandler, ErrorData,
     model::{
-        CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams,
-        ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
-        Implementation, UrlElicitationCapability,
+        CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+        ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+        UrlElicitationCapability,
     },
     service::{RequestContext, RoleClient},
 };
@@ -87,7 +87,11 @@ fn runs_named(w: &World, name: &str) -> Vec<Value> {
 /// The parts of a page URL: origin, plan id, token.
 fn parts(url: &str) -> (String, String, String) {
     let u = reqwest::Url::parse(url).expect("page URL");
-    assert_eq!(u.host_str(), Some("127.0.0.1"), "the page is on loopback: {url}");
+    assert_eq!(
+        u.host_str(),
+        Some("127.0.0.1"),
+        "the page is on loopback: {url}"
+    );
     let origin = format!("http://127.0.0.1:{}", u.port().expect("port"));
     let plan = u
         .path()
@@ -175,8 +179,15 @@ impl PageClient {
         let shown = self.get(url).await;
         assert_eq!(shown.status, 200, "{}", shown.body);
         let cookie = shown.cookie().expect("page cookie");
-        self.post(&origin, &plan, &token, decision, Some(&cookie), Some(&origin))
-            .await
+        self.post(
+            &origin,
+            &plan,
+            &token,
+            decision,
+            Some(&cookie),
+            Some(&origin),
+        )
+        .await
     }
 }
 
@@ -222,7 +233,12 @@ impl Browser {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}. {INSTALL_HINT}", chromedriver.display()));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {}: {e}. {INSTALL_HINT}",
+                    chromedriver.display()
+                )
+            });
         // chromedriver says when it listens.
         let mut lines = tokio::io::BufReader::new(driver.stdout.take().unwrap()).lines();
         loop {
@@ -403,7 +419,10 @@ async fn a_person_approves_on_the_page_in_a_real_browser_and_exactly_one_run_sta
         peer.call_tool(CallToolRequestParams::new("launch_run").with_arguments(args))
             .await
     });
-    let url = urls.recv().await.expect("the client was asked to open the page");
+    let url = urls
+        .recv()
+        .await
+        .expect("the client was asked to open the page");
     let (origin, path_plan, token) = parts(&url);
     assert_eq!(path_plan, plan_id);
 
@@ -413,7 +432,9 @@ async fn a_person_approves_on_the_page_in_a_real_browser_and_exactly_one_run_sta
     assert_eq!(head.status, 200, "{}", head.body);
     let csp = head.headers["content-security-policy"].to_str().unwrap();
     assert!(
-        csp.contains("default-src 'none'") && csp.contains("form-action 'self'") && csp.contains("frame-ancestors 'none'"),
+        csp.contains("default-src 'none'")
+            && csp.contains("form-action 'self'")
+            && csp.contains("frame-ancestors 'none'"),
         "{csp}"
     );
     assert_eq!(head.headers["x-frame-options"], "DENY");
@@ -421,13 +442,19 @@ async fn a_person_approves_on_the_page_in_a_real_browser_and_exactly_one_run_sta
     assert_eq!(head.headers["referrer-policy"], "no-referrer");
     let cookie = head.cookie().expect("a page cookie");
     let set_cookie = head.headers["set-cookie"].to_str().unwrap();
-    assert!(set_cookie.contains("SameSite=Strict") && set_cookie.contains("HttpOnly"), "{set_cookie}");
+    assert!(
+        set_cookie.contains("SameSite=Strict") && set_cookie.contains("HttpOnly"),
+        "{set_cookie}"
+    );
     assert!(!head.body.contains("<script"), "no script on the page");
 
     let b = Browser::start().await;
     b.goto(&url).await;
     // JavaScript is off in this browser: <noscript> content is part of the DOM.
-    assert!(b.find("#noscript").await.is_some(), "the browser runs JavaScript");
+    assert!(
+        b.find("#noscript").await.is_some(),
+        "the browser runs JavaScript"
+    );
     let price = b.text("#price").await;
     assert!(price.contains(&format!("${per_hour:.2}")), "{price}");
     let gpus = b.text("#gpus").await;
@@ -437,12 +464,21 @@ async fn a_person_approves_on_the_page_in_a_real_browser_and_exactly_one_run_sta
     assert!(b.text("#length").await.contains("max_steps = 7"));
     assert!(b.text("#run-name").await.contains("page-run"));
     let diff = b.text("#difference").await;
-    assert!(diff.contains("- max_steps = 5") && diff.contains("+ max_steps = 7"), "{diff}");
+    assert!(
+        diff.contains("- max_steps = 5") && diff.contains("+ max_steps = 7"),
+        "{diff}"
+    );
     assert!(b.text("#config").await.contains("max_steps = 7"));
     let shot = b.screenshot().await;
     let variance = pixel_variance(&shot);
-    assert!(variance > 50.0, "the screenshot is blank (variance {variance})");
-    let browser_cookie = b.page_cookie().await.expect("the browser holds the page cookie");
+    assert!(
+        variance > 50.0,
+        "the screenshot is blank (variance {variance})"
+    );
+    let browser_cookie = b
+        .page_cookie()
+        .await
+        .expect("the browser holds the page cookie");
     assert_ne!(browser_cookie, cookie, "each showing binds a fresh cookie");
     b.click("#approve").await;
     assert!(b.text("#message").await.starts_with("Approved"));
@@ -456,7 +492,14 @@ async fn a_person_approves_on_the_page_in_a_real_browser_and_exactly_one_run_sta
 
     // The token is spent: the same post again, with the browser's own cookie, is refused.
     let again = pc
-        .post(&origin, &plan_id, &token, "approve", Some(&browser_cookie), Some(&origin))
+        .post(
+            &origin,
+            &plan_id,
+            &token,
+            "approve",
+            Some(&browser_cookie),
+            Some(&origin),
+        )
         .await;
     assert_eq!(again.status, 410, "{}", again.body);
     assert!(again.body.contains("already used"));
@@ -487,27 +530,41 @@ fn no_wait_env(w: &World) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn the_page_refuses_foreign_reused_cross_site_and_changed_and_the_next_call_picks_up_a_decision()
-{
+ {
     let w = World::new().await;
     let (handler, mut urls) = opener(true);
     // The 2026-07-28 era: the URL request travels in an input-required round trip.
     let c = connect(handler, w.transport(no_wait_env(&w), &[]), Era::Modern).await;
     std::fs::write(w.workspace_path().join("a.toml"), config("file-run", 5)).unwrap();
-    let pa = ok(&call(&c, "plan_run", json!({"config_path": "a.toml", "team_id": TEAM})).await);
+    let pa = ok(&call(
+        &c,
+        "plan_run",
+        json!({"config_path": "a.toml", "team_id": TEAM}),
+    )
+    .await);
     let pb = ok(&call(
         &c,
         "plan_run",
         json!({"config_toml": config("b-run", 6), "team_id": TEAM}),
     )
     .await);
-    let (a, b) = (pa["plan_id"].as_str().unwrap(), pb["plan_id"].as_str().unwrap());
+    let (a, b) = (
+        pa["plan_id"].as_str().unwrap(),
+        pb["plan_id"].as_str().unwrap(),
+    );
 
     // Opened, but nobody decided yet: "not yet approved — call again"; no token in the error.
     let msg = err(&call(&c, "launch_run", json!({"plan_id": a})).await);
-    assert!(msg.contains("Not yet approved") && msg.contains("call"), "{msg}");
+    assert!(
+        msg.contains("Not yet approved") && msg.contains("call"),
+        "{msg}"
+    );
     let url_a = urls.recv().await.unwrap();
     let (origin, _, token_a) = parts(&url_a);
-    assert!(!msg.contains(&token_a) && !msg.contains("/approve/"), "{msg}");
+    assert!(
+        !msg.contains(&token_a) && !msg.contains("/approve/"),
+        "{msg}"
+    );
     err(&call(&c, "launch_run", json!({"plan_id": b})).await);
     let url_b = urls.recv().await.unwrap();
     let (_, _, token_b) = parts(&url_b);
@@ -525,7 +582,9 @@ async fn the_page_refuses_foreign_reused_cross_site_and_changed_and_the_next_cal
         (None, Some(origin.as_str())),
         (Some(cookie_b.as_str()), None),
     ] {
-        let r = pc.post(&origin, b, &token_b, "approve", cookie, sent_origin).await;
+        let r = pc
+            .post(&origin, b, &token_b, "approve", cookie, sent_origin)
+            .await;
         assert_eq!(r.status, 403, "{cookie:?} {sent_origin:?}: {}", r.body);
     }
     // A foreign Host (DNS rebinding) is not answered.
@@ -538,7 +597,13 @@ async fn the_page_refuses_foreign_reused_cross_site_and_changed_and_the_next_cal
         .unwrap();
     assert_eq!(rebound.status().as_u16(), 421);
     assert!(runs_named(&w, "b-run").is_empty());
-    assert!(Store::open(&w.state_dir()).unwrap().decision(b).unwrap().is_none());
+    assert!(
+        Store::open(&w.state_dir())
+            .unwrap()
+            .decision(b)
+            .unwrap()
+            .is_none()
+    );
 
     // The config file changed after the page was made: neither shown nor approvable.
     let shown_a = pc.get(&url_a).await;
@@ -546,7 +611,14 @@ async fn the_page_refuses_foreign_reused_cross_site_and_changed_and_the_next_cal
     let cookie_a = shown_a.cookie().unwrap();
     std::fs::write(w.workspace_path().join("a.toml"), config("file-run", 9)).unwrap();
     let changed = pc
-        .post(&origin, a, &token_a, "approve", Some(&cookie_a), Some(&origin))
+        .post(
+            &origin,
+            a,
+            &token_a,
+            "approve",
+            Some(&cookie_a),
+            Some(&origin),
+        )
         .await;
     assert_eq!(changed.status, 409, "{}", changed.body);
     assert!(changed.body.contains("changed"));
@@ -556,7 +628,14 @@ async fn the_page_refuses_foreign_reused_cross_site_and_changed_and_the_next_cal
     let shown = pc.get(&url_b).await;
     let cookie_b = shown.cookie().unwrap();
     let approved = pc
-        .post(&origin, b, &token_b, "approve", Some(&cookie_b), Some(&origin))
+        .post(
+            &origin,
+            b,
+            &token_b,
+            "approve",
+            Some(&cookie_b),
+            Some(&origin),
+        )
         .await;
     assert_eq!(approved.status, 200, "{}", approved.body);
     let out = ok(&call(&c, "launch_run", json!({"plan_id": b})).await);
@@ -564,7 +643,14 @@ async fn the_page_refuses_foreign_reused_cross_site_and_changed_and_the_next_cal
     assert_eq!(runs_named(&w, "b-run")[0]["id"], out["run_id"]);
     // The used token is dead, even with everything else right.
     let reused = pc
-        .post(&origin, b, &token_b, "approve", Some(&cookie_b), Some(&origin))
+        .post(
+            &origin,
+            b,
+            &token_b,
+            "approve",
+            Some(&cookie_b),
+            Some(&origin),
+        )
         .await;
     assert_eq!(reused.status, 410, "{}", reused.body);
 
@@ -602,7 +688,13 @@ async fn a_page_not_opened_decides_nothing_and_a_client_without_elicitation_gets
     assert!(msg.contains("was not opened"), "{msg}");
     let url = urls.recv().await.unwrap();
     assert!(!msg.contains(&parts(&url).2));
-    assert!(Store::open(&w.state_dir()).unwrap().decision(id).unwrap().is_none());
+    assert!(
+        Store::open(&w.state_dir())
+            .unwrap()
+            .decision(id)
+            .unwrap()
+            .is_none()
+    );
     c.cancel().await.unwrap();
 
     // No elicitation at all: the person's two commands, and no page address.
@@ -627,7 +719,10 @@ async fn delete_run_asks_through_the_page_too() {
     let (handler, mut urls) = opener(true);
     let c = connect(handler, w.transport(no_wait_env(&w), &[]), Era::Modern).await;
     let msg = err(&call(&c, "delete_run", json!({"run_id": run})).await);
-    assert!(msg.contains("Not yet approved") && msg.contains("intent_id"), "{msg}");
+    assert!(
+        msg.contains("Not yet approved") && msg.contains("intent_id"),
+        "{msg}"
+    );
     let url = urls.recv().await.unwrap();
     let pc = PageClient::new();
     let shown = pc.get(&url).await;

@@ -112,7 +112,11 @@ pub fn may_show(f: &PageFacts<'_>) -> Result<(), PageRefusal> {
 /// (`same_origin`: its `Origin` is this server's and its `Host` one of ours; `cookie_ok`: it
 /// carries the SameSite cookie the page set), and the token must still let the page show the
 /// plan. Cross-site first, so a forged post learns nothing about the token.
-pub fn may_decide(f: &PageFacts<'_>, same_origin: bool, cookie_ok: bool) -> Result<(), PageRefusal> {
+pub fn may_decide(
+    f: &PageFacts<'_>,
+    same_origin: bool,
+    cookie_ok: bool,
+) -> Result<(), PageRefusal> {
     if !same_origin || !cookie_ok {
         return Err(PageRefusal::CrossSite);
     }

@@ -41,19 +41,19 @@ impl Hosts {
     /// equal to an entry that has no port.
     fn allows(&self, host: &str) -> bool {
         let name = host_name(host);
-        self.0
-            .iter()
-            .any(|a| {
-                a.eq_ignore_ascii_case(host)
-                    || ((!a.contains(':') || a.starts_with('[')) && a.eq_ignore_ascii_case(name))
-            })
+        self.0.iter().any(|a| {
+            a.eq_ignore_ascii_case(host)
+                || ((!a.contains(':') || a.starts_with('[')) && a.eq_ignore_ascii_case(name))
+        })
     }
 }
 
 /// The name part of a `Host` value: `127.0.0.1:80` → `127.0.0.1`, `[::1]:80` → `[::1]`.
 fn host_name(host: &str) -> &str {
     if host.starts_with('[') {
-        return host.split_once(']').map_or(host, |(n, _)| &host[..=n.len()]);
+        return host
+            .split_once(']')
+            .map_or(host, |(n, _)| &host[..=n.len()]);
     }
     host.rsplit_once(':').map_or(host, |(n, _)| n)
 }
@@ -97,7 +97,10 @@ async fn guard(State(s): State<PageState>, request: Request, next: Next) -> Resp
         HeaderValue::from_static(approval_page::CSP),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -151,7 +154,11 @@ async fn decide(
 /// `Host` it was sent to (already checked against our hosts). A missing `Origin` is refused:
 /// every browser sends one with a form POST.
 fn same_origin(headers: &HeaderMap) -> bool {
-    let get = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let get = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
     match (get(header::ORIGIN), get(header::HOST)) {
         (Some(origin), Some(host)) => {
             origin.eq_ignore_ascii_case(&format!("http://{host}"))
@@ -181,7 +188,10 @@ fn html(answer: PageAnswer) -> Response {
         answer.html,
     )
         .into_response();
-    if let Some(c) = answer.set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+    if let Some(c) = answer
+        .set_cookie
+        .and_then(|c| HeaderValue::from_str(&c).ok())
+    {
         response.headers_mut().insert(header::SET_COOKIE, c);
     }
     response
@@ -225,12 +235,7 @@ impl Loopback {
 
 impl PageHost for Loopback {
     fn origin(&self) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send + '_>> {
-        Box::pin(async move {
-            self.origin
-                .get_or_try_init(|| self.start())
-                .await
-                .cloned()
-        })
+        Box::pin(async move { self.origin.get_or_try_init(|| self.start()).await.cloned() })
     }
 }
 
@@ -259,9 +264,15 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:4000"));
         assert!(!same_origin(&h), "no Origin");
-        h.insert(header::ORIGIN, HeaderValue::from_static("http://evil.example"));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example"),
+        );
         assert!(!same_origin(&h));
-        h.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:4000"));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:4000"),
+        );
         assert!(same_origin(&h));
         h.insert(
             header::COOKIE,
@@ -299,9 +310,8 @@ pub fn approve_on_page(args: &crate::approve::ApproveArgs) -> u8 {
                 dir.display()
             ));
         }
-        let store = Arc::new(
-            factory_policies::store::Store::open(&dir).map_err(|e| e.to_string())?,
-        );
+        let store =
+            Arc::new(factory_policies::store::Store::open(&dir).map_err(|e| e.to_string())?);
         let id = args.plan_id.trim();
         let plan = store
             .get_plan(id)
@@ -316,7 +326,11 @@ pub fn approve_on_page(args: &crate::approve::ApproveArgs) -> u8 {
             .body
             .get("config_path")
             .and_then(|p| p.as_str())
-            .and_then(|p| std::path::Path::new(p).parent().map(std::path::Path::to_path_buf))
+            .and_then(|p| {
+                std::path::Path::new(p)
+                    .parent()
+                    .map(std::path::Path::to_path_buf)
+            })
             .ok_or_else(|| "this plan has no config file".to_string())
             .and_then(|root| {
                 factory_policies::Workspace::new(Some(root), Vec::new(), &cwd, None)
@@ -334,7 +348,9 @@ pub fn approve_on_page(args: &crate::approve::ApproveArgs) -> u8 {
             )
             .with_store(Ok(store)),
         );
-        state.page.install(Arc::new(Loopback::new(Arc::downgrade(&state))));
+        state
+            .page
+            .install(Arc::new(Loopback::new(Arc::downgrade(&state))));
         let url = approval_page::page_url(&state, id).await?;
         println!(
             "Open this address in your browser to approve or decline plan {id} (it works once):\n\n  {url}\n\nWaiting for your decision (Ctrl-C stops without deciding)…"

@@ -254,9 +254,9 @@ async fn serve_http(
     } else {
         addr
     };
-    state
-        .page
-        .install(Arc::new(crate::page::SameServer(format!("http://{page_addr}"))));
+    state.page.install(Arc::new(crate::page::SameServer(format!(
+        "http://{page_addr}"
+    ))));
     let mut page_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
     if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
         page_hosts.push(page_addr.ip().to_string());

@@ -264,7 +264,12 @@ impl StateStore for Store {
         config_path: Option<&'a str>,
         run_name: Option<&'a str>,
     ) -> StoreFuture<'a, Option<PlanRecord>> {
-        done(Store::previous_related_plan(self, plan, config_path, run_name))
+        done(Store::previous_related_plan(
+            self,
+            plan,
+            config_path,
+            run_name,
+        ))
     }
 }
 

@@ -6,7 +6,10 @@ use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
-use super::{PLAN_COLUMNS, PlanRecord, Store, StoreError, finish_plan, from_millis, now_millis, plan_row, to_millis};
+use super::{
+    PLAN_COLUMNS, PlanRecord, Store, StoreError, finish_plan, from_millis, now_millis, plan_row,
+    to_millis,
+};
 
 /// One page token as stored (the token itself is never stored).
 #[derive(Debug, Clone, PartialEq)]

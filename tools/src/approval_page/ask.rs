@@ -167,7 +167,11 @@ fn message(plan: &PlanRecord, ask: &Ask<'_>) -> String {
 }
 
 /// A new single-use token for `plan`, stored by digest; returns the page's URL.
-pub(super) async fn mint(state: &AppState, store: &dyn StateStore, plan: &PlanRecord) -> Result<String, ToolError> {
+pub(super) async fn mint(
+    state: &AppState,
+    store: &dyn StateStore,
+    plan: &PlanRecord,
+) -> Result<String, ToolError> {
     let Some(host) = state.page.host() else {
         return Err(ToolError::needs_person(format!(
             "This server has no approval page. Ask the user to run `factory-mcp approve {}` in their terminal. Nothing was done.",

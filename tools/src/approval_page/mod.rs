@@ -104,13 +104,11 @@ pub async fn wait_decided(
     cancel: impl Future<Output = ()>,
 ) -> Result<Option<factory_policies::store::Decision>, String> {
     let store = state.store().map_err(|e| e.message)?;
-    Ok(
-        ask::wait_for_decision(state, store, plan_id, limit, cancel)
-            .await
-            .map_err(|e| e.message)?
-            .flatten()
-            .map(|d| d.decision),
-    )
+    Ok(ask::wait_for_decision(state, store, plan_id, limit, cancel)
+        .await
+        .map_err(|e| e.message)?
+        .flatten()
+        .map(|d| d.decision))
 }
 
 impl std::fmt::Debug for PageHub {

@@ -49,7 +49,10 @@ fn block(text: &str) -> String {
         .map(|l| esc(&one_line(l, FIELD_CHARS)))
         .collect();
     if text.lines().count() > MAX_LINES {
-        lines.push(format!("… ({} more lines)", text.lines().count() - MAX_LINES));
+        lines.push(format!(
+            "… ({} more lines)",
+            text.lines().count() - MAX_LINES
+        ));
     }
     lines.join("\n")
 }
@@ -69,11 +72,7 @@ fn shell(title: &str, main: &str) -> String {
 pub(super) fn message(title: &str, text: &str) -> String {
     shell(
         title,
-        &format!(
-            "<h1>{}</h1><p id=\"message\">{}</p>",
-            esc(title),
-            esc(text)
-        ),
+        &format!("<h1>{}</h1><p id=\"message\">{}</p>", esc(title), esc(text)),
     )
 }
 
@@ -181,7 +180,14 @@ fn launch_facts(
         ),
     ];
     if let Some(from) = &b.resume_from {
-        rows.insert(0, ("Resumes", format!("{} as a NEW billable run", line(from)), "resumes"));
+        rows.insert(
+            0,
+            (
+                "Resumes",
+                format!("{} as a NEW billable run", line(from)),
+                "resumes",
+            ),
+        );
     }
     if let Some(path) = &b.config_path {
         rows.push(("Config file", line(path), "config-path"));
@@ -199,9 +205,8 @@ fn launch_facts(
 /// The plan's config as text (TOML when it can be written as TOML, else JSON).
 pub(super) fn config_text(b: &PlanBody) -> String {
     match &b.request {
-        PlannedRequest::Create(r) => toml::to_string_pretty(&r.config).unwrap_or_else(|_| {
-            serde_json::to_string_pretty(&r.config).unwrap_or_default()
-        }),
+        PlannedRequest::Create(r) => toml::to_string_pretty(&r.config)
+            .unwrap_or_else(|_| serde_json::to_string_pretty(&r.config).unwrap_or_default()),
         PlannedRequest::Resume(_) => String::new(),
     }
 }
@@ -263,7 +268,11 @@ pub(super) fn plan_page(
 ) -> String {
     let (title, facts, config, diff) = match body {
         Some(b) => {
-            let verb = if b.resume_from.is_some() { "Resume" } else { "Launch" };
+            let verb = if b.resume_from.is_some() {
+                "Resume"
+            } else {
+                "Launch"
+            };
             let rows: String = launch_facts(plan, b, team_name)
                 .into_iter()
                 .map(|(label, value, id)| {
@@ -282,7 +291,10 @@ pub(super) fn plan_page(
                 } else {
                     format!("<h2>Config</h2><pre id=\"config\">{}</pre>", block(&config))
                 },
-                format!("<h2>Difference from the previous plan</h2>{}", difference(plan, b, prev)),
+                format!(
+                    "<h2>Difference from the previous plan</h2>{}",
+                    difference(plan, b, prev)
+                ),
             )
         }
         None => (

@@ -160,7 +160,10 @@ async fn refused(state: &AppState, plan_id: &str, r: PageRefusal, what: &str) ->
 async fn team_name(state: &AppState, team: &str) -> Option<String> {
     let platform = state.platform().ok()?;
     let teams = platform.list_all_teams().await.ok()?;
-    teams.into_iter().find(|t| t.team_id == team).map(|t| t.name)
+    teams
+        .into_iter()
+        .find(|t| t.team_id == team)
+        .map(|t| t.name)
 }
 
 /// GET `/approve/{plan_id}?t=TOKEN`: the plan, with Approve and Decline.
@@ -236,7 +239,10 @@ pub async fn decide(
         Ok(g) => g,
         Err(_) => return PageAnswer::unavailable("read its state"),
     };
-    let cookie_ok = match (cookie, g.token.as_ref().and_then(|t| t.cookie_digest.as_deref())) {
+    let cookie_ok = match (
+        cookie,
+        g.token.as_ref().and_then(|t| t.cookie_digest.as_deref()),
+    ) {
         (Some(c), Some(bound)) => secret_digest(c) == bound,
         _ => false,
     };
@@ -259,7 +265,9 @@ pub async fn decide(
     };
     match store.spend_page_token(&secret_digest(&post.t)).await {
         Ok(true) => {}
-        Ok(false) => return refused(state, plan_id, PageRefusal::Used, "page_decision_refused").await,
+        Ok(false) => {
+            return refused(state, plan_id, PageRefusal::Used, "page_decision_refused").await;
+        }
         Err(_) => return PageAnswer::unavailable("record the decision"),
     }
     if store
@@ -312,7 +320,12 @@ mod tests {
     }
 
     /// A plan made at `made`, living `ttl`, with a page token minted at once (as `ask` does).
-    fn plan_with_token(store: &Store, id: &str, made: chrono::DateTime<Utc>, ttl: Duration) -> String {
+    fn plan_with_token(
+        store: &Store,
+        id: &str,
+        made: chrono::DateTime<Utc>,
+        ttl: Duration,
+    ) -> String {
         store
             .put_plan(&PlanRecord {
                 id: id.into(),
@@ -349,12 +362,19 @@ mod tests {
         let st = state(store.clone());
         // Made 10 minutes ago with a 5-minute life: the token is younger than its plan allows.
         let old = "plan_expiredexpiredexpired";
-        let t_old = plan_with_token(&store, old, Utc::now() - Duration::minutes(10), Duration::minutes(5));
+        let t_old = plan_with_token(
+            &store,
+            old,
+            Utc::now() - Duration::minutes(10),
+            Duration::minutes(5),
+        );
         let shown = show(&st, old, &t_old).await;
         assert_eq!(shown.status, 410, "{}", shown.html);
         assert!(shown.html.contains("expired"));
         // Even with a cookie bound before expiry, the post is refused and records nothing.
-        store.bind_page_cookie(&secret_digest(&t_old), &secret_digest("c")).unwrap();
+        store
+            .bind_page_cookie(&secret_digest(&t_old), &secret_digest("c"))
+            .unwrap();
         let post = PagePost {
             t: t_old.clone(),
             decision: "approve".into(),
@@ -380,13 +400,25 @@ mod tests {
             t,
             decision: "approve".into(),
         };
-        assert_eq!(decide(&st, live, &post, Some(&cookie), false).await.status, 403);
-        assert_eq!(decide(&st, live, &post, Some("wrong"), true).await.status, 403);
-        assert_eq!(decide(&st, live, &post, Some(&cookie), true).await.status, 200);
+        assert_eq!(
+            decide(&st, live, &post, Some(&cookie), false).await.status,
+            403
+        );
+        assert_eq!(
+            decide(&st, live, &post, Some("wrong"), true).await.status,
+            403
+        );
+        assert_eq!(
+            decide(&st, live, &post, Some(&cookie), true).await.status,
+            200
+        );
         assert_eq!(
             store.decision(live).unwrap().map(|d| (d.decision, d.via)),
             Some((Decision::Approved, "page".to_string()))
         );
-        assert_eq!(decide(&st, live, &post, Some(&cookie), true).await.status, 410);
+        assert_eq!(
+            decide(&st, live, &post, Some(&cookie), true).await.status,
+            410
+        );
     }
 }
