@@ -439,7 +439,7 @@ async fn a_person_approves_on_the_page_in_a_real_browser_and_exactly_one_run_sta
     );
     assert_eq!(head.headers["x-frame-options"], "DENY");
     assert_eq!(head.headers["cache-control"], "no-store");
-    assert_eq!(head.headers["referrer-policy"], "no-referrer");
+    assert_eq!(head.headers["referrer-policy"], "same-origin");
     let cookie = head.cookie().expect("a page cookie");
     let set_cookie = head.headers["set-cookie"].to_str().unwrap();
     assert!(
@@ -481,7 +481,8 @@ async fn a_person_approves_on_the_page_in_a_real_browser_and_exactly_one_run_sta
         .expect("the browser holds the page cookie");
     assert_ne!(browser_cookie, cookie, "each showing binds a fresh cookie");
     b.click("#approve").await;
-    assert!(b.text("#message").await.starts_with("Approved"));
+    let said = b.text("#message").await;
+    assert!(said.starts_with("Approved"), "{said}");
     b.quit().await;
 
     let r = launch.await.unwrap().expect("launch_run answers");

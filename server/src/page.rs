@@ -3,8 +3,8 @@
 //! `serve --http`, the paths `/approve/…` on the same server, outside the bearer check (a
 //! browser has no bearer token: the page's single-use token is its credential).
 //!
-//! Every answer carries a strict Content-Security-Policy, `no-store`, `no-referrer` (the token
-//! is in the address) and framing refusals. A request whose `Host` is not one of this
+//! Every answer carries a strict Content-Security-Policy, `no-store`, `Referrer-Policy: same-origin` (the
+//! token is in the address) and framing refusals. A request whose `Host` is not one of this
 //! server's is refused (DNS rebinding); a POST must carry an `Origin` equal to the page's own
 //! origin and the page's SameSite=Strict cookie, and its body is capped.
 
@@ -97,9 +97,11 @@ async fn guard(State(s): State<PageState>, request: Request, next: Next) -> Resp
         HeaderValue::from_static(approval_page::CSP),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null` with
+    // the form POST, which the origin check refuses; the token still never leaves the origin.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(

@@ -61,7 +61,7 @@ fn shell(title: &str, main: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"referrer\" content=\"no-referrer\">\
+         <meta name=\"referrer\" content=\"same-origin\">\
          <title>{title}</title><link rel=\"stylesheet\" href=\"{PATH_PREFIX}/style.css\"></head>\
          <body><main>{main}</main></body></html>\n",
         title = esc(title)
