@@ -251,39 +251,6 @@ impl PageHost for SameServer {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_our_hosts_and_our_own_origin_pass() {
-        let hosts = Hosts(Arc::new(vec!["127.0.0.1:4000".into(), "localhost".into()]));
-        assert!(hosts.allows("127.0.0.1:4000"));
-        assert!(!hosts.allows("127.0.0.1:4001"));
-        assert!(hosts.allows("localhost:9"));
-        assert!(!hosts.allows("evil.example:4000"));
-        assert_eq!(host_name("[::1]:80"), "[::1]");
-        let mut h = HeaderMap::new();
-        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:4000"));
-        assert!(!same_origin(&h), "no Origin");
-        h.insert(
-            header::ORIGIN,
-            HeaderValue::from_static("http://evil.example"),
-        );
-        assert!(!same_origin(&h));
-        h.insert(
-            header::ORIGIN,
-            HeaderValue::from_static("http://127.0.0.1:4000"),
-        );
-        assert!(same_origin(&h));
-        h.insert(
-            header::COOKIE,
-            HeaderValue::from_static("a=b; factory_mcp_page=xyz"),
-        );
-        assert_eq!(page_cookie(&h).as_deref(), Some("xyz"));
-    }
-}
-
 /// How long `approve --page` serves the page at most (its token lives no longer).
 const APPROVE_PAGE_LIMIT: std::time::Duration = approval_page::TOKEN_TTL;
 
@@ -380,5 +347,38 @@ pub fn approve_on_page(args: &crate::approve::ApproveArgs) -> u8 {
             eprintln!("factory-mcp approve --page: {e}");
             2
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_hosts_and_our_own_origin_pass() {
+        let hosts = Hosts(Arc::new(vec!["127.0.0.1:4000".into(), "localhost".into()]));
+        assert!(hosts.allows("127.0.0.1:4000"));
+        assert!(!hosts.allows("127.0.0.1:4001"));
+        assert!(hosts.allows("localhost:9"));
+        assert!(!hosts.allows("evil.example:4000"));
+        assert_eq!(host_name("[::1]:80"), "[::1]");
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:4000"));
+        assert!(!same_origin(&h), "no Origin");
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example"),
+        );
+        assert!(!same_origin(&h));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:4000"),
+        );
+        assert!(same_origin(&h));
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=b; factory_mcp_page=xyz"),
+        );
+        assert_eq!(page_cookie(&h).as_deref(), Some("xyz"));
     }
 }
