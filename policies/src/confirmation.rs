@@ -4,8 +4,9 @@
 //! the client's form counts (the 2026-07-28 input-required round trip when the client speaks
 //! it, the legacy elicitation request otherwise); under `"out_of_band"` a form answer never
 //! counts — a client can answer its own form — and only an answer given outside the client
-//! does (`factory-mcp approve` on a terminal). A client that cannot ask gets
-//! [`Channel::ApproveCommand`].
+//! does (`factory-mcp approve` on a terminal, or the server's approval page). A client that
+//! declared URL-mode elicitation is sent to the page ([`Channel::Page`]); a client that cannot
+//! ask gets [`Channel::ApproveCommand`].
 
 use crate::policy::ConfirmMode;
 
@@ -38,6 +39,9 @@ pub enum Channel {
     Elicitation,
     /// Outside the client: a person runs `factory-mcp approve <id>` in a terminal.
     ApproveCommand,
+    /// URL-mode elicitation: the client opens the server's approval page; the person's
+    /// decision is the page's Approve or Decline, never the elicitation's answer.
+    Page,
 }
 
 /// Through which channel an answer came: recorded with the decision and in the audit log.
@@ -49,6 +53,8 @@ pub enum Via {
     Form,
     /// The input-required round trip's form, answered in the client.
     InputRequired,
+    /// The server's approval page, in the person's browser.
+    Page,
 }
 
 impl Via {
@@ -58,6 +64,7 @@ impl Via {
             Via::Terminal => "terminal",
             Via::Form => "form",
             Via::InputRequired => "input_required",
+            Via::Page => "page",
         }
     }
 
@@ -67,6 +74,7 @@ impl Via {
             "terminal" => Some(Via::Terminal),
             "form" | "elicitation" => Some(Via::Form),
             "input_required" => Some(Via::InputRequired),
+            "page" => Some(Via::Page),
             _ => None,
         }
     }
@@ -75,7 +83,7 @@ impl Via {
     /// in the client itself).
     pub fn out_of_band(self) -> bool {
         match self {
-            Via::Terminal => true,
+            Via::Terminal | Via::Page => true,
             Via::Form | Via::InputRequired => false,
         }
     }
@@ -109,6 +117,22 @@ pub fn channel(mode: ConfirmMode, action: Action, client: Client) -> Channel {
         (true, true) => Channel::InputRequired,
         (false, true) => Channel::Elicitation,
         (_, false) => Channel::ApproveCommand,
+    }
+}
+
+/// The channel when the client's declared elicitation modes are known: a client that
+/// declared URL mode (in either protocol era) is sent to the approval page whenever a person
+/// is needed; form elicitation stays for clients that declared form and not URL.
+pub fn channel_with_modes(
+    mode: ConfirmMode,
+    action: Action,
+    client: Client,
+    url_mode: bool,
+) -> Channel {
+    match channel(mode, action, client) {
+        Channel::NotNeeded => Channel::NotNeeded,
+        _ if url_mode => Channel::Page,
+        other => other,
     }
 }
 
@@ -159,6 +183,8 @@ mod tests {
             for action in [Action::Launch, Action::Delete] {
                 assert_eq!(channel(o, action, client), Channel::ApproveCommand);
                 assert!(person_needed(o, action));
+                // A client that can open a URL sends the person to the page: out of band too.
+                assert_eq!(channel_with_modes(o, action, client, true), Channel::Page);
             }
         }
     }
@@ -167,6 +193,7 @@ mod tests {
     fn out_of_band_takes_only_a_terminal_answer_as_a_persons_yes() {
         let o = ConfirmMode::OutOfBand;
         assert!(counts_as_yes(o, "terminal"));
+        assert!(counts_as_yes(o, "page"));
         for via in ["form", "elicitation", "input_required", "kept", ""] {
             assert!(!counts_as_yes(o, via), "{via}");
         }
@@ -178,11 +205,40 @@ mod tests {
 
     #[test]
     fn via_names_round_trip() {
-        for v in [Via::Terminal, Via::Form, Via::InputRequired] {
+        for v in [Via::Terminal, Via::Form, Via::InputRequired, Via::Page] {
             assert_eq!(Via::parse(v.as_str()), Some(v));
         }
         assert_eq!(Via::parse("elicitation"), Some(Via::Form));
         assert!(Via::Terminal.out_of_band());
         assert!(!Via::Form.out_of_band() && !Via::InputRequired.out_of_band());
+    }
+
+    #[test]
+    fn a_client_that_declared_url_mode_gets_the_page_in_both_eras() {
+        let h = ConfirmMode::Human;
+        for client in [MODERN, LEGACY] {
+            assert_eq!(
+                channel_with_modes(h, Action::Launch, client, true),
+                Channel::Page
+            );
+            assert_eq!(
+                channel_with_modes(h, Action::Delete, client, true),
+                Channel::Page
+            );
+        }
+        // Form without URL keeps the form; no elicitation at all keeps the command.
+        assert_eq!(
+            channel_with_modes(h, Action::Launch, LEGACY, false),
+            Channel::Elicitation
+        );
+        assert_eq!(
+            channel_with_modes(h, Action::Launch, MUTE, false),
+            Channel::ApproveCommand
+        );
+        // Plan mode still needs nobody for a launch.
+        assert_eq!(
+            channel_with_modes(ConfirmMode::Plan, Action::Launch, MODERN, true),
+            Channel::NotNeeded
+        );
     }
 }

@@ -10,6 +10,7 @@
 //! touch (`files`, `upload`), and who may run a config checker with which environment
 //! (`checkers`) — the only I/O here.
 
+pub mod approval_page;
 pub mod capacity;
 pub mod checkers;
 pub mod confirmation;

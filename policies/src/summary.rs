@@ -220,8 +220,16 @@ fn wrap_once(value: &[char], room: usize) -> (&[char], &[char]) {
         .rposition(|c| *c == ' ')
         .map_or(room, |i| room / 2 + i);
     let (line, rest) = value.split_at(cut);
-    let rest = if rest.first() == Some(&' ') { &rest[1..] } else { rest };
-    let line = if line.last() == Some(&' ') { &line[..line.len() - 1] } else { line };
+    let rest = if rest.first() == Some(&' ') {
+        &rest[1..]
+    } else {
+        rest
+    };
+    let line = if line.last() == Some(&' ') {
+        &line[..line.len() - 1]
+    } else {
+        line
+    };
     (line, rest)
 }
 
@@ -302,7 +310,10 @@ mod tests {
     fn long_lines_wrap_between_words_under_the_label_column() {
         let words = "reserved capacity has no published price; the policy key counts it ".repeat(3);
         let mut out = Vec::new();
-        render_line(&mut out, &Line::new("Basis", vec![Part::Prose(words.clone())]));
+        render_line(
+            &mut out,
+            &Line::new("Basis", vec![Part::Prose(words.clone())]),
+        );
         assert!(out.len() > 1, "{out:?}");
         for (i, l) in out.iter().enumerate() {
             assert!(l.chars().count() <= WRAP_AT, "{l:?}");
@@ -312,7 +323,11 @@ mod tests {
             }
         }
         // Nothing lost: the words read back in order.
-        let back: Vec<&str> = out.iter().flat_map(|l| l.split_whitespace()).skip(1).collect();
+        let back: Vec<&str> = out
+            .iter()
+            .flat_map(|l| l.split_whitespace())
+            .skip(1)
+            .collect();
         assert_eq!(back, words.split_whitespace().collect::<Vec<_>>());
         // A value without spaces is cut at the width.
         let mut out = Vec::new();

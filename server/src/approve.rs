@@ -48,6 +48,10 @@ pub struct ApproveArgs {
     /// Refuse without asking (also revokes an approval that was not used yet).
     #[arg(long)]
     pub refuse: bool,
+    /// Decide on the approval page in your browser instead: prints the page's address on this
+    /// terminal (only), serves the page on a loopback port, and waits for your decision.
+    #[arg(long, conflicts_with_all = ["yes", "refuse"])]
+    pub page: bool,
     /// The state directory [default: $XDG_STATE_HOME/factory-mcp, else
     /// ~/.local/state/factory-mcp]; must match the server's.
     #[arg(long, value_name = "DIR")]
@@ -67,6 +71,10 @@ pub const NEEDS_TERMINAL: &str = "approve needs a person at a terminal";
 
 /// Run the subcommand: ask on the controlling terminal, or refuse without one.
 pub fn run(args: ApproveArgs) -> ExitCode {
+    if args.page {
+        // The page's address goes to the controlling terminal only (the same rule as below).
+        return ExitCode::from(crate::page::approve_on_page(&args));
+    }
     let env = |k: &str| std::env::var(k).ok();
     if args.refuse {
         // A refusal asks nothing and can only stop something: no terminal needed.
@@ -100,7 +108,7 @@ pub fn run(args: ApproveArgs) -> ExitCode {
 }
 
 /// The controlling terminal, for reading and writing; an error when the process has none.
-fn open_terminal() -> std::io::Result<(BufReader<File>, File)> {
+pub(crate) fn open_terminal() -> std::io::Result<(BufReader<File>, File)> {
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -192,10 +192,19 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
         http_token,
         ..
     } = prepared;
+    let page_state = state.clone();
     let server = factory_tools::build_server(state, |spec| gate.allows(spec));
     let limits = settings.policy.http.clone();
     let result = match args.http {
-        None => serve_stdio(server).await,
+        None => {
+            // The approval page: a loopback port opened on first need.
+            page_state
+                .page
+                .install(Arc::new(crate::page::Loopback::new(Arc::downgrade(
+                    &page_state,
+                ))));
+            serve_stdio(server).await
+        }
         Some(listen) => {
             let opts = HttpOptions {
                 listen,
@@ -207,7 +216,7 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
                 max_connections: limits.max_connections as usize,
                 max_sessions: limits.max_sessions as usize,
             };
-            serve_http(server, opts).await
+            serve_http(server, opts, page_state).await
         }
     };
     match result {
@@ -231,11 +240,30 @@ async fn serve_stdio(server: FactoryServer<AppState>) -> Result<(), String> {
         .map_err(|e| format!("stdio transport failed: {e}"))
 }
 
-async fn serve_http(server: FactoryServer<AppState>, opts: HttpOptions) -> Result<(), String> {
+async fn serve_http(
+    server: FactoryServer<AppState>,
+    opts: HttpOptions,
+    state: Arc<AppState>,
+) -> Result<(), String> {
     let listener = http::bind(&opts).await.map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let ct = CancellationToken::new();
-    let app = http::router(move || server.clone(), &opts, ct.child_token());
+    // The approval page lives on this server, outside the bearer check.
+    let page_addr = if addr.ip().is_unspecified() {
+        std::net::SocketAddr::from(([127, 0, 0, 1], addr.port()))
+    } else {
+        addr
+    };
+    state.page.install(Arc::new(crate::page::SameServer(format!(
+        "http://{page_addr}"
+    ))));
+    let mut page_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
+    if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
+        page_hosts.push(page_addr.ip().to_string());
+    }
+    page_hosts.extend(opts.extra_allowed_hosts.iter().cloned());
+    let app = http::router(move || server.clone(), &opts, ct.child_token())
+        .merge(crate::page::router(state, page_hosts));
     tracing::info!(
         %addr,
         header_read_timeout_s = opts.header_read_timeout.as_secs(),

@@ -43,7 +43,7 @@ pub(crate) struct Ask<'a> {
 }
 
 impl Ask<'_> {
-    fn noun(&self) -> &'static str {
+    pub(crate) fn noun(&self) -> &'static str {
         self.kind.noun()
     }
 }
@@ -115,7 +115,18 @@ pub(crate) async fn confirm(
             Recorded::DoesNotCount => {}
         }
     }
-    match confirmation::channel(state.policy.confirm, ask.action, client_of(call)) {
+    // URL-mode elicitation (either era) goes to the approval page (`approval_page`).
+    let url_mode = call
+        .ctx
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.as_ref().is_some_and(|e| e.url.is_some()));
+    match confirmation::channel_with_modes(
+        state.policy.confirm,
+        ask.action,
+        client_of(call),
+        url_mode,
+    ) {
+        Channel::Page => crate::approval_page::ask(state, store, plan, &ask, call).await,
         Channel::NotNeeded => Ok(None),
         Channel::InputRequired => match &call.request_state {
             None => ask_input_required(state, store, plan, &ask).await.map(Some),
@@ -183,7 +194,7 @@ async fn waiting_for_terminal(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>
         "this client cannot show a confirmation dialog"
     };
     ToolError::needs_person(format!(
-        "Waiting for a person: this {noun} needs a person's approval, and {why}. Nothing was done. Ask the person to approve it themselves, in their own terminal: `factory-mcp approve {id}` shows them the summary below and asks them to type a code it prints there (it refuses to run without a person at a terminal). When they have answered, call {tool} again{again}.\n\n{summary}",
+        "Waiting for a person: this {noun} needs a person's approval, and {why}. Nothing was done. Ask the person to approve it themselves, in their own terminal: `factory-mcp approve {id}` shows them the summary below and asks them to type a code it prints there (it refuses to run without a person at a terminal); `factory-mcp approve {id} --page` prints the address of the approval page there instead, to decide in their browser. When they have answered, call {tool} again{again}.\n\n{summary}",
         noun = ask.noun(),
         id = plan.id,
         tool = ask.tool,
@@ -204,14 +215,24 @@ async fn declined(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>, via: Via) 
     )
     .await;
     ToolError::new(format!(
-        "The {} of plan {} was declined in the client's dialog: nothing was done. Call {} again only if the person asks for it.",
+        "The {} of plan {} was declined in the client's dialog: nothing was done{}. Call {} again only if the person asks for it{}.",
         ask.noun(),
         plan.id,
-        ask.tool
+        if ask.action == Action::Launch {
+            " and nothing is billed"
+        } else {
+            ""
+        },
+        ask.tool,
+        if ask.action == Action::Launch {
+            "; if they want something different, change what they objected to and make a new plan with plan_run"
+        } else {
+            ""
+        }
     ))
 }
 
-async fn codec(store: &dyn StateStore) -> Result<RequestStateCodec, ToolError> {
+pub(crate) async fn codec(store: &dyn StateStore) -> Result<RequestStateCodec, ToolError> {
     let key = store
         .request_state_key()
         .await

@@ -10,6 +10,7 @@
 //! the crate's own.
 
 mod account;
+pub mod approval_page;
 mod artifacts;
 mod audit;
 pub mod catalogue;

@@ -72,6 +72,8 @@ pub struct AppState {
     forwardable: Vec<(String, SecretString)>,
     /// One pacing budget shared by every poll loop (`watch_run`).
     pub polls: crate::pacing::PollBudget,
+    /// The approval page: who serves it, and the calls waiting on its decisions.
+    pub page: Arc<crate::approval_page::PageHub>,
 }
 
 impl AppState {
@@ -94,6 +96,7 @@ impl AppState {
             store: Err(unavailable_store("no state directory was configured")),
             forwardable: Vec::new(),
             polls: crate::pacing::PollBudget::default(),
+            page: Arc::default(),
         }
     }
 
@@ -209,6 +212,13 @@ impl AppState {
             state.limits.watch_poll_max = state.limits.watch_poll_max.min(min * 4).max(min);
             // The shared budget scales with the faster poll (a few watches at once still fit).
             state.polls = crate::pacing::PollBudget::new(8.0 / min.as_secs_f64(), 10);
+        }
+        // Hidden test knob: how long a call waits for the approval page's decision.
+        if let Some(ms) = env("FACTORY_MCP_PAGE_WAIT_MS").and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            state.page = Arc::new(crate::approval_page::PageHub::with_wait(
+                std::time::Duration::from_millis(ms.min(120_000)),
+            ));
         }
         Ok(Built { state, known })
     }

@@ -12,8 +12,8 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretSlice;
 
 use super::{
-    AuditEntry, AuditEvent, Claim, Decision, DecisionRecord, DispatchRecord, PlanRecord, Store,
-    StoreError, VolumeRecord,
+    AuditEntry, AuditEvent, Claim, Decision, DecisionRecord, DispatchRecord, PageTokenRecord,
+    PlanRecord, Store, StoreError, VolumeRecord,
 };
 
 /// What every store method returns.
@@ -103,6 +103,31 @@ pub trait StateStore: Send + Sync {
         volume: &'a str,
         reason: &'a str,
     ) -> StoreFuture<'a, ()>;
+
+    // ----- the approval page (tokens stored by digest) -----
+    /// Store a new page token under its digest.
+    fn put_page_token<'a>(
+        &'a self,
+        digest: &'a str,
+        token: &'a PageTokenRecord,
+    ) -> StoreFuture<'a, ()>;
+    /// The page token stored under this digest.
+    fn page_token<'a>(&'a self, digest: &'a str) -> StoreFuture<'a, Option<PageTokenRecord>>;
+    /// Bind the page's cookie (by digest) to an unused token.
+    fn bind_page_cookie<'a>(
+        &'a self,
+        digest: &'a str,
+        cookie_digest: &'a str,
+    ) -> StoreFuture<'a, bool>;
+    /// Use a page token: `true` the first time only, before its expiry.
+    fn spend_page_token<'a>(&'a self, digest: &'a str) -> StoreFuture<'a, bool>;
+    /// The latest earlier plan with the same config path or run name.
+    fn previous_related_plan<'a>(
+        &'a self,
+        plan: &'a PlanRecord,
+        config_path: Option<&'a str>,
+        run_name: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<PlanRecord>>;
 }
 
 /// An answer that is already there.
@@ -212,6 +237,39 @@ impl StateStore for Store {
         reason: &'a str,
     ) -> StoreFuture<'a, ()> {
         done(Store::mark_volume_failed(self, owner_key, volume, reason))
+    }
+    fn put_page_token<'a>(
+        &'a self,
+        digest: &'a str,
+        token: &'a PageTokenRecord,
+    ) -> StoreFuture<'a, ()> {
+        done(Store::put_page_token(self, digest, token))
+    }
+    fn page_token<'a>(&'a self, digest: &'a str) -> StoreFuture<'a, Option<PageTokenRecord>> {
+        done(Store::page_token(self, digest))
+    }
+    fn bind_page_cookie<'a>(
+        &'a self,
+        digest: &'a str,
+        cookie_digest: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        done(Store::bind_page_cookie(self, digest, cookie_digest))
+    }
+    fn spend_page_token<'a>(&'a self, digest: &'a str) -> StoreFuture<'a, bool> {
+        done(Store::spend_page_token(self, digest))
+    }
+    fn previous_related_plan<'a>(
+        &'a self,
+        plan: &'a PlanRecord,
+        config_path: Option<&'a str>,
+        run_name: Option<&'a str>,
+    ) -> StoreFuture<'a, Option<PlanRecord>> {
+        done(Store::previous_related_plan(
+            self,
+            plan,
+            config_path,
+            run_name,
+        ))
     }
 }
 

@@ -19,6 +19,7 @@
 mod backend;
 mod journal;
 mod key;
+mod page;
 mod schema;
 
 use std::fs::{DirBuilder, OpenOptions};
@@ -35,6 +36,7 @@ use serde::{Deserialize, Serialize};
 pub use backend::{StateStore, StoreFuture};
 pub use journal::{Claim, DispatchRecord, DispatchState, Lease, VolumeRecord, VolumeState};
 pub use key::{KEY_FILE, KEY_LEN};
+pub use page::{PageTokenRecord, new_page_secret, secret_digest};
 
 /// The database file's name inside the state directory.
 pub const DB_FILE: &str = "state.sqlite3";

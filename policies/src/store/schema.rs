@@ -9,7 +9,7 @@ use super::StoreError;
 
 /// The schema this build writes. A database with a higher `user_version` was written by a
 /// newer factory-mcp and is refused rather than misread.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 const V1: &str = r#"
 CREATE TABLE plans (
@@ -79,6 +79,21 @@ CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 "#;
 
+/// Version 2: the approval page's single-use tokens, stored by digest (a copy of the database
+/// holds no live token).
+const V2: &str = r#"
+CREATE TABLE page_tokens (
+    token_digest    TEXT PRIMARY KEY NOT NULL,
+    plan_id         TEXT NOT NULL REFERENCES plans(id),
+    request_digest  TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    used_at         INTEGER,
+    cookie_digest   TEXT
+) STRICT;
+CREATE INDEX page_tokens_by_plan ON page_tokens(plan_id);
+"#;
+
 /// Bring the schema up to [`SCHEMA_VERSION`] inside one IMMEDIATE transaction, so that two
 /// processes opening a fresh database at once do not both create it.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -93,7 +108,10 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     if version < 1 {
         tx.execute_batch(V1)?;
     }
-    // Later versions: `if version < 2 { tx.execute_batch(V2)?; }` and so on.
+    if version < 2 {
+        tx.execute_batch(V2)?;
+    }
+    // Later versions: `if version < 3 { tx.execute_batch(V3)?; }` and so on.
     if version != SCHEMA_VERSION {
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     }
