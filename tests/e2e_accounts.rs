@@ -81,8 +81,17 @@ async fn a_reserved_only_gpu_type_plans_and_launches() {
     );
     c.cancel().await.unwrap();
 
-    // Priced by the policy, it plans and launches on the reserved cluster.
+    // validate_config judges it as plan_run does: the reserved-only type is no error.
     let c = server(&w, CAROL, Some(1.5)).await;
+    let v = ok(&call(
+        &c,
+        "validate_config",
+        json!({"config_toml": config("gamma-run", "PrimeIntellect/Qwen3-0.6B"), "team_id": TEAM_GAMMA_ID}),
+    )
+    .await);
+    assert_eq!(v["valid"], true, "{v}");
+
+    // Priced by the policy, it plans and launches on the reserved cluster.
     let p = ok(&call(&c, "plan_run", args).await);
     assert_eq!(p["gpu_type"], RESERVED_GPU_TYPE);
     assert_eq!(p["price_per_hour_usd"], 3.0, "{p}");
@@ -107,6 +116,22 @@ async fn an_uncached_model_warns_on_demand_and_is_refused_on_reserved_capacity()
     )
     .await);
     let warning = check(&p, "model.name");
+    // validate_config says the same: a warning, not an error.
+    let v = ok(&call(
+        &c,
+        "validate_config",
+        json!({"config_toml": config("hub-run", HUB_MODEL), "team_id": TEAM_ALPHA_ID}),
+    )
+    .await);
+    assert_eq!(v["valid"], true, "{v}");
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == "model.name" && f["severity"] == "warning"),
+        "{v}"
+    );
     assert!(
         warning.iter().any(|c| c["status"] == "warning"
             && c["detail"]

@@ -50,7 +50,7 @@ pub struct ApproveArgs {
     pub refuse: bool,
     /// Decide on the approval page in your browser instead: prints the page's address on this
     /// terminal (only), serves the page on a loopback port, and waits for your decision.
-    #[arg(long, conflicts_with_all = ["yes", "refuse"])]
+    #[arg(long, conflicts_with = "refuse")]
     pub page: bool,
     /// The state directory [default: $XDG_STATE_HOME/factory-mcp, else
     /// ~/.local/state/factory-mcp]; must match the server's.

@@ -218,26 +218,29 @@ async fn check_account(
         image_tag: top("image_tag"),
         source_ref: top("source_ref"),
     };
-    let (models, volumes, prep) = tokio::join!(
+    let (models, gpu_types, volumes, prep) = tokio::join!(
         platform.available_models(&scope),
+        platform.gpu_types(&scope),
         platform.list_volumes(&scope),
         platform.prepare_run(&prepare)
     );
-    let mut facts = validation::AccountFacts::default();
-    match &models {
-        Ok(m) => {
-            facts.trainable_models = Some(m.models.iter().map(|x| x.name.clone()).collect());
-            facts.gpu_types = Some(m.on_demand.iter().map(|o| o.gpu_type.clone()).collect());
+    let mut unread = None;
+    // The same account rules as plan_run (GPU types on every capacity the owner has, cached
+    // weights as a warning on on-demand and an error where they cannot get there).
+    match (models, volumes) {
+        (Ok(models), Ok(volumes)) => {
+            let account = crate::launch::checks::Account {
+                models,
+                // The models' clusters and offers still name most types; a missing route is no error.
+                gpu_types: gpu_types.map(|g| g.gpu_types).unwrap_or_default(),
+                volumes,
+            };
+            crate::launch::checks::apply_account(report, &account);
         }
-        Err(e) => report.checker(
-            "account",
-            validation::Status::Failed,
-            format!("models: {e}"),
-        ),
+        (Err(e), _) => unread = Some(format!("models: {e}")),
+        (Ok(_), Err(e)) => unread = Some(format!("volumes: {e}")),
     }
-    if let Ok(v) = &volumes {
-        facts.volumes = Some(v.iter().map(|x| x.name.clone()).collect());
-    }
+    let mut facts = validation::AccountFacts::default();
     match prep {
         Ok(PrepareOutcome::Prepared(p)) => {
             facts.prepare_schema_commit = Some(p.runtime.schema_commit.clone())
@@ -254,15 +257,17 @@ async fn check_account(
         ),
     }
     validation::apply_account_facts(report, &facts);
-    if models.is_ok() {
-        report.checker(
+    match unread {
+        // Said last, so no later entry hides that the account could not be read.
+        Some(why) => report.checker("account", validation::Status::Failed, why),
+        None => report.checker(
             "account",
             validation::Status::Ran,
             format!(
                 "checked against the {}",
                 owner::owner_label(team.as_deref(), None)
             ),
-        );
+        ),
     }
     Ok(())
 }

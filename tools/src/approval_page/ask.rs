@@ -146,7 +146,9 @@ pub(crate) async fn ask(
             .await;
             Err(ToolError::new(format!(
                 "The {} for plan {} was declined by a person ({}): nothing was done.",
-                ask.noun(), plan.id, d.via
+                ask.noun(),
+                plan.id,
+                d.via
             )))
         }
         None => Err(ToolError::needs_person(format!(

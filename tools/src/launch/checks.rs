@@ -25,11 +25,11 @@ use crate::{
 };
 
 /// What the owner's account offers.
-pub(super) struct Account {
-    pub(super) models: AvailableModels,
+pub(crate) struct Account {
+    pub(crate) models: AvailableModels,
     /// `available-gpu-types` (empty when the platform has no such route).
-    pub(super) gpu_types: Vec<String>,
-    pub(super) volumes: Vec<Volume>,
+    pub(crate) gpu_types: Vec<String>,
+    pub(crate) volumes: Vec<Volume>,
 }
 
 /// Read the owner's models, GPU types and volumes at once.
@@ -52,11 +52,10 @@ pub(super) async fn gather(
 }
 
 /// Apply the account's facts to the report — GPU types (on-demand ∪ available ∪ the models'
-/// clusters), volumes, capacity and cached weights — and refuse the plan on any error.
-pub(super) fn refuse_config_errors(
-    report: &mut validation::Report,
-    account: &Account,
-) -> Result<Capacity, ToolError> {
+/// clusters), volumes, capacity and cached weights — as findings; the capacity the config would
+/// run on. Shared by `plan_run` (which refuses on any error) and `validate_config` (which
+/// reports), so both judge a config alike.
+pub(crate) fn apply_account(report: &mut validation::Report, account: &Account) -> Capacity {
     validation::apply_account_facts(
         report,
         &validation::AccountFacts {
@@ -97,6 +96,15 @@ pub(super) fn refuse_config_errors(
             .into_iter()
             .map(|f| f.from_source(FindingSource::Account)),
     );
+    capacity
+}
+
+/// Apply the account's facts ([`apply_account`]) and refuse the plan on any error.
+pub(super) fn refuse_config_errors(
+    report: &mut validation::Report,
+    account: &Account,
+) -> Result<Capacity, ToolError> {
+    let capacity = apply_account(report, account);
     report.finish();
     let errors: Vec<String> = report
         .findings

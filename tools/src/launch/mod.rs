@@ -11,7 +11,7 @@
 //! pipeline of `launch_run`/`resume_run`; `reconcile` settles a dispatch in doubt;
 //! `dispatch` sends it once; `volumes` creates a plan's volume once.
 
-mod checks;
+pub(crate) mod checks;
 mod dispatch;
 mod identity;
 mod plan;
