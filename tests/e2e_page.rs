@@ -727,7 +727,16 @@ async fn delete_run_asks_through_the_page_too() {
     let url = urls.recv().await.unwrap();
     let pc = PageClient::new();
     let shown = pc.get(&url).await;
-    assert!(shown.body.contains("PERMANENTLY DELETE"), "{}", shown.body);
+    assert!(
+        shown.body.contains("DELETE intent") && shown.body.contains("PERMANENTLY"),
+        "{}",
+        shown.body
+    );
+    assert!(
+        !shown.body.to_lowercase().contains("launch"),
+        "{}",
+        shown.body
+    );
     assert_eq!(pc.decide(&url, "approve").await.status, 200);
     let intent = parts(&url).1;
     let out = call(

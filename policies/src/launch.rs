@@ -196,7 +196,8 @@ pub fn price(
 }
 
 fn round_cents(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    // `+ 0.0` turns a negative zero into zero, so no figure reads -0.00.
+    (x * 100.0).round() / 100.0 + 0.0
 }
 
 /// An active run and its hourly rate.
@@ -471,6 +472,15 @@ pub fn deterministic_failure(run: &RlRun) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cents_never_read_negative_zero() {
+        let z = round_cents(-0.001);
+        assert_eq!(z, 0.0);
+        assert!(z.is_sign_positive(), "{z}");
+        assert_eq!(format!("{:.2}", round_cents(-0.004)), "0.00");
+        assert_eq!(round_cents(-1.234), -1.23);
+    }
     use factory_platform::wire::account::{FftModel, ModelCluster, OnDemandOffer};
     use serde_json::json;
 
