@@ -387,8 +387,10 @@ mod tests {
         let mut config = serde_json::Map::new();
         config.insert("name".into(), h.into());
         config.insert("max_steps".into(), 7.into());
-        let mut spec: factory_platform::wire::runs::RunSpec = Default::default();
-        spec.config = config;
+        let spec = factory_platform::wire::runs::RunSpec {
+            config,
+            ..Default::default()
+        };
         PlanBody {
             request: PlannedRequest::Create(spec),
             env_names: vec![],
