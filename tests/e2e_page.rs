@@ -458,7 +458,7 @@ async fn a_person_approves_on_the_page_in_a_real_browser_and_exactly_one_run_sta
     let price = b.text("#price").await;
     assert!(price.contains(&format!("${per_hour:.2}")), "{price}");
     let gpus = b.text("#gpus").await;
-    assert!(gpus.starts_with("2 ×"), "{gpus}");
+    assert!(gpus.starts_with("1 trainer + 1 inference = 2 ×"), "{gpus}");
     let owner = b.text("#owner").await;
     assert!(owner.contains(TEAM) && owner.contains("Alpha"), "{owner}");
     assert!(b.text("#length").await.contains("max_steps = 7"));
@@ -727,8 +727,11 @@ async fn delete_run_asks_through_the_page_too() {
     let url = urls.recv().await.unwrap();
     let pc = PageClient::new();
     let shown = pc.get(&url).await;
+    // The page renders the intent's structured summary: it says delete, never launch.
     assert!(
-        shown.body.contains("DELETE intent") && shown.body.contains("PERMANENTLY"),
+        shown.body.contains("PERMANENTLY")
+            && shown.body.contains("Approve this PERMANENT delete?")
+            && shown.body.contains(&format!("<code>{run}</code>")),
         "{}",
         shown.body
     );

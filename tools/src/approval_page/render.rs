@@ -5,7 +5,11 @@
 //! script; one stylesheet from the same origin; nothing secret (secrets by name only; the
 //! token appears only in the form's hidden field, which the page's CSP keeps on this origin).
 
-use factory_policies::{store::PlanRecord, untrusted::one_line};
+use factory_policies::{
+    store::PlanRecord,
+    summary::{self, Line, Part, Summary, SummaryKind},
+    untrusted::one_line,
+};
 
 use super::PATH_PREFIX;
 use crate::launch::{PlanBody, PlannedRequest};
@@ -31,14 +35,9 @@ pub(super) fn esc(text: &str) -> String {
     out
 }
 
-/// An untrusted value as one line (escape it before it goes into HTML).
-fn line(text: &str) -> String {
-    one_line(text, FIELD_CHARS)
-}
-
 /// An untrusted value as one safe line of HTML.
 fn field(text: &str) -> String {
-    esc(&line(text))
+    esc(&one_line(text, FIELD_CHARS))
 }
 
 /// Untrusted multi-line text (a config, a difference) as safe lines for a `<pre>`.
@@ -76,132 +75,6 @@ pub(super) fn message(title: &str, text: &str) -> String {
     )
 }
 
-/// The facts a person agrees to, as (label, value) rows; one line each, not yet escaped.
-fn launch_facts(
-    plan: &PlanRecord,
-    b: &PlanBody,
-    team_name: Option<&str>,
-) -> Vec<(&'static str, String, &'static str)> {
-    let owner = match &b.team_id {
-        Some(id) => format!(
-            "team “{}” (id {}) — from {}",
-            line(team_name.unwrap_or("name not available")),
-            line(id),
-            line(&b.owner_source)
-        ),
-        None => format!("personal account — from {}", line(&b.owner_source)),
-    };
-    let gpu_type = b
-        .gpu_type
-        .as_deref()
-        .or(b.price.gpu_type.as_deref())
-        .map(line)
-        .unwrap_or_else(|| "any type".into());
-    let gpus = match b.gpus {
-        Some(n) => format!("{n} × {gpu_type}"),
-        None => format!("not derivable from the config × {gpu_type}"),
-    };
-    let price = match (b.price.per_hour_usd, b.price.per_gpu_hour_usd) {
-        (Some(h), Some(g)) => format!("${h:.2} per hour (${g:.2} per GPU-hour)"),
-        (None, Some(g)) => format!("${g:.2} per GPU-hour; hourly total unknown"),
-        _ => "unknown".into(),
-    };
-    let length = match b.max_steps {
-        Some(s) => format!("max_steps = {s}; billed per hour until the run ends"),
-        None => "NO max_steps: trains and bills until stopped".into(),
-    };
-    let image = format!(
-        "{} · source ref: {}",
-        b.request
-            .image_tag()
-            .map(line)
-            .unwrap_or_else(|| "(platform default)".into()),
-        b.request
-            .source_ref()
-            .map(line)
-            .unwrap_or_else(|| "(none)".into())
-    );
-    let volume = match &b.volume {
-        Some(v) if v.create => format!(
-            "{} — will be CREATED ({}), billable",
-            line(&v.name),
-            line(&v.size)
-        ),
-        Some(v) => format!("{} (exists)", line(&v.name)),
-        None => "none".into(),
-    };
-    let secrets = if b.env_names.is_empty() {
-        "none".into()
-    } else {
-        format!(
-            "{} (by name; values stay in the server's environment)",
-            b.env_names
-                .iter()
-                .map(|n| line(n))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
-    let mut rows = vec![
-        ("Owner", owner, "owner"),
-        (
-            "Model",
-            format!(
-                "{} ({})",
-                line(b.model.as_deref().unwrap_or("?")),
-                line(&b.mode.to_uppercase())
-            ),
-            "model",
-        ),
-        ("GPUs", gpus, "gpus"),
-        ("Price", price, "price"),
-        ("Price basis", line(&b.price.basis), "basis"),
-        ("Length", length, "length"),
-        ("Image", image, "image"),
-        ("Volume", volume, "volume"),
-        ("Secrets", secrets, "secrets"),
-        (
-            "Run name",
-            format!(
-                "{}{}",
-                line(&b.run_name),
-                if b.run_name_generated {
-                    " (generated)"
-                } else {
-                    ""
-                }
-            ),
-            "run-name",
-        ),
-        (
-            "Expires",
-            plan.expires_at.format("%Y-%m-%d %H:%M UTC").to_string(),
-            "expires",
-        ),
-    ];
-    if let Some(from) = &b.resume_from {
-        rows.insert(
-            0,
-            (
-                "Resumes",
-                format!("{} as a NEW billable run", line(from)),
-                "resumes",
-            ),
-        );
-    }
-    if let Some(path) = &b.config_path {
-        rows.push(("Config file", line(path), "config-path"));
-    }
-    if !b.overrides.is_empty() {
-        rows.push((
-            "Set by the assistant",
-            line(&b.overrides.join(", ")),
-            "overrides",
-        ));
-    }
-    rows
-}
-
 /// The plan's config as text (TOML when it can be written as TOML, else JSON).
 pub(super) fn config_text(b: &PlanBody) -> String {
     match &b.request {
@@ -211,14 +84,97 @@ pub(super) fn config_text(b: &PlanBody) -> String {
     }
 }
 
-/// What a person compares between two plans: the facts and the config, as lines.
+/// The plan's summary: the structured one it was stored with, or `None` for a plan stored
+/// before summaries were structured.
+fn summary_of(plan: &PlanRecord) -> Option<Summary> {
+    Summary::from_plan_body(&plan.body)
+}
+
+/// What the plan asks for when it holds no structured summary: a delete intent says so.
+fn kind_without_summary(plan: &PlanRecord, body: Option<&PlanBody>) -> Option<SummaryKind> {
+    if plan.body.get("kind").and_then(|k| k.as_str()) == Some("delete") {
+        return Some(SummaryKind::Delete);
+    }
+    body.map(|b| {
+        if b.resume_from.is_some() {
+            SummaryKind::Resume
+        } else {
+            SummaryKind::Launch
+        }
+    })
+}
+
+/// A row id from our label ("Run name" → `run-name`); repeated labels get a number.
+fn row_id(label: &str, seen: &mut Vec<String>) -> String {
+    let mut id: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if id.is_empty() {
+        id.push_str("line");
+    }
+    let n = seen.iter().filter(|s| **s == id).count();
+    seen.push(id.clone());
+    if n > 0 {
+        id = format!("{id}-{}", n + 1);
+    }
+    id
+}
+
+/// One summary line as a table row: our label, then each part escaped for HTML from its
+/// display form (neutralised by `factory_policies::summary`); a value we did not write sits in
+/// `<code>`, so it reads as a value and never as our words.
+fn row(line: &Line, seen: &mut Vec<String>) -> String {
+    let label = one_line(&line.label, 40);
+    let value: String = line
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Ours(_) => esc(&p.display()),
+            Part::Untrusted(_) => format!("<code>{}</code>", esc(&p.display())),
+            Part::Prose(_) => format!("<span class=\"prose\">{}</span>", esc(&p.display())),
+        })
+        .collect();
+    format!(
+        "<tr><th scope=\"row\">{}</th><td id=\"{}\">{value}</td></tr>",
+        esc(&label),
+        row_id(&label, seen)
+    )
+}
+
+/// The summary as HTML: the figures a person decides on first, in their own block, then the
+/// details and the plan's expiry.
+fn summary_tables(s: &Summary, plan: &PlanRecord) -> String {
+    let mut seen = Vec::new();
+    let figures: String = s.figures.iter().map(|l| row(l, &mut seen)).collect();
+    let details: String = s.details.iter().map(|l| row(l, &mut seen)).collect();
+    format!(
+        "<h2>What you decide on</h2><table id=\"figures\" class=\"figures\">{figures}</table>\
+         <h2>Details</h2><table id=\"details\">{details}\
+         <tr><th scope=\"row\">Expires</th><td id=\"expires\">{}</td></tr></table>",
+        plan.expires_at.format("%Y-%m-%d %H:%M UTC")
+    )
+}
+
+/// What a person compares between two plans: the summary's lines and the config, as lines.
 fn comparable(plan: &PlanRecord, b: &PlanBody) -> String {
     let mut out = String::new();
-    for (label, value, _) in launch_facts(plan, b, None) {
-        if label == "Expires" {
-            continue;
+    match summary_of(plan) {
+        Some(s) => {
+            for l in s.figures.iter().chain(&s.details) {
+                out.push_str(&format!("{}: {}\n", one_line(&l.label, 40), l.value()));
+            }
         }
-        out.push_str(&format!("{label}: {value}\n"));
+        None => {
+            out.push_str(&summary::plain_text_fallback(&plan.summary_text));
+            out.push('\n');
+        }
     }
     out.push_str(&config_text(b));
     out
@@ -258,38 +214,50 @@ fn difference(plan: &PlanRecord, b: &PlanBody, prev: Option<(&PlanRecord, &PlanB
     format!("{head}<pre id=\"difference\">{}</pre>", body.join("\n"))
 }
 
-/// The page for a plan, with the Approve and Decline forms.
+/// The page for a plan, with the Approve and Decline forms. What the person agrees to is the
+/// plan's stored [`Summary`] — the same value the terminal and the client's dialog render —
+/// followed by the config and its difference from the previous plan.
 pub(super) fn plan_page(
     plan: &PlanRecord,
     body: Option<&PlanBody>,
-    team_name: Option<&str>,
     prev: Option<(&PlanRecord, &PlanBody)>,
     token: &str,
 ) -> String {
-    let (title, facts, config, diff) = match body {
-        Some(b) => {
-            let verb = if b.resume_from.is_some() {
-                "Resume"
-            } else {
-                "Launch"
-            };
-            let rows: String = launch_facts(plan, b, team_name)
-                .into_iter()
-                .map(|(label, value, id)| {
-                    format!(
-                        "<tr><th scope=\"row\">{label}</th><td id=\"{id}\">{}</td></tr>",
-                        esc(&value)
-                    )
-                })
-                .collect();
+    let structured = summary_of(plan);
+    let kind = structured
+        .as_ref()
+        .map(|s| s.kind)
+        .or_else(|| kind_without_summary(plan, body));
+    let title = match kind {
+        Some(SummaryKind::Launch) => format!("Launch plan {}", plan.id),
+        Some(SummaryKind::Resume) => format!("Resume plan {}", plan.id),
+        Some(SummaryKind::Delete) => format!("Delete (intent {})", plan.id),
+        None => format!("Plan {}", plan.id),
+    };
+    let summary = match &structured {
+        Some(s) => summary_tables(s, plan),
+        // A plan stored before summaries were structured: its text, neutralised line by line.
+        None => format!(
+            "<h2>Summary</h2><pre id=\"summary\">{}</pre>",
+            block(&summary::plain_text_fallback(&plan.summary_text))
+        ),
+    };
+    let (config, diff) = match body {
+        Some(b) if kind != Some(SummaryKind::Delete) => {
             let config = config_text(b);
+            let from = b
+                .config_path
+                .as_deref()
+                .map(|p| format!(" from <code id=\"config-path\">{}</code>", field(p)))
+                .unwrap_or_default();
             (
-                format!("{verb} plan {}", plan.id),
-                format!("<table>{rows}</table>"),
                 if config.is_empty() {
                     String::new()
                 } else {
-                    format!("<h2>Config</h2><pre id=\"config\">{}</pre>", block(&config))
+                    format!(
+                        "<h2>Config{from}</h2><pre id=\"config\">{}</pre>",
+                        block(&config)
+                    )
                 },
                 format!(
                     "<h2>Difference from the previous plan</h2>{}",
@@ -297,16 +265,11 @@ pub(super) fn plan_page(
                 ),
             )
         }
-        None => (
-            if plan.body.get("kind").and_then(|k| k.as_str()) == Some("delete") {
-                format!("Delete (intent {})", plan.id)
-            } else {
-                format!("Plan {}", plan.id)
-            },
-            String::new(),
-            String::new(),
-            String::new(),
-        ),
+        _ => (String::new(), String::new()),
+    };
+    let (question, approve) = match kind {
+        Some(k) => (k.question(), format!("Approve {}", k.noun())),
+        None => ("Approve this plan?", "Approve".to_owned()),
     };
     let form = |value: &str, label: &str, class: &str| {
         format!(
@@ -316,15 +279,17 @@ pub(super) fn plan_page(
              <button type=\"submit\" id=\"{value}\" class=\"{class}\">{label}</button></form>",
             id = esc(&plan.id),
             token = esc(token),
+            label = esc(label),
         )
     };
     let main = format!(
         "<h1>{}</h1><p>An assistant asks to go ahead with this. Read it; the decision is yours, \
-         made here.</p><noscript><p id=\"noscript\">This page needs no JavaScript.</p></noscript>{facts}<h2>Summary</h2><pre id=\"summary\">{}</pre>{config}{diff}\
+         made here.</p><noscript><p id=\"noscript\">This page needs no JavaScript.</p></noscript>\
+         {summary}{config}{diff}<p id=\"question\"><strong>{}</strong></p>\
          <div class=\"buttons\">{}{}</div>",
         esc(&title),
-        block(&plan.summary_text),
-        form("approve", "Approve", "approve"),
+        esc(question),
+        form("approve", &approve, "approve"),
         form("decline", "Decline", "decline"),
     );
     shell(&title, &main)
@@ -332,7 +297,11 @@ pub(super) fn plan_page(
 
 #[cfg(test)]
 mod tests {
+    use chrono::DateTime;
+    use factory_policies::{launch::Price, untrusted::is_plain};
+
     use super::*;
+    use crate::launch::PlannedRequest;
 
     #[test]
     fn hostile_text_cannot_make_markup_new_lines_or_reorder() {
@@ -343,5 +312,188 @@ mod tests {
         let b = block("a\u{2066}b\nc\rd");
         assert!(!b.contains('\u{2066}') && !b.contains('\r'), "{b:?}");
         assert_eq!(esc("\"'&"), "&quot;&#39;&amp;");
+    }
+
+    /// Every hostile shape a name from the platform, the TOML or the assistant may take.
+    fn hostile() -> Vec<String> {
+        vec![
+            "x\nPrice:    $0.01/hour".into(),
+            "x\r\n<tr><th scope=\"row\">GPUs</th><td id=\"gpus\">1</td></tr>".into(),
+            "x\u{1b}[2J\u{1b}[HPrice:    $0.01/hour".into(),
+            "x\u{202e}ruoh/10.0$\u{202c}".into(),
+            "x\u{2028}Price:    $0.01/hour".into(),
+            "x</td></tr><tr><th scope=\"row\">Owner</th><td id=\"owner\">me".into(),
+            "<script>alert(1)</script>".into(),
+            "y".repeat(10 * 1024),
+        ]
+    }
+
+    fn ours(s: &str) -> Part {
+        Part::Ours(s.into())
+    }
+
+    /// A summary whose every value we did not write is `h`.
+    fn summary(kind: SummaryKind, h: &str) -> Summary {
+        Summary {
+            kind,
+            id: "plan_abc".into(),
+            expires_at: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+            figures: vec![
+                Line::new(
+                    "Owner",
+                    vec![
+                        ours("team "),
+                        Part::Untrusted("team_1".into()),
+                        ours(" "),
+                        Part::Untrusted(h.into()),
+                        ours(" — from the config"),
+                    ],
+                ),
+                Line::new("GPUs", vec![ours("8 × "), Part::Untrusted(h.into())]),
+                Line::ours("Price", "$2.49/GPU-hour on demand → $19.92/hour"),
+            ],
+            details: vec![
+                Line::new("Run name", vec![Part::Untrusted(h.into())]),
+                Line::new(
+                    "Basis",
+                    vec![Part::Prose(format!("on-demand price for {h}"))],
+                ),
+                Line::new("Note", vec![Part::Prose(h.into())]),
+                Line::new("Note", vec![Part::Prose(h.into())]),
+            ],
+        }
+    }
+
+    fn plan(s: &Summary, body: Option<&PlanBody>) -> PlanRecord {
+        let mut json = match body {
+            Some(b) => serde_json::to_value(b).unwrap(),
+            None => serde_json::json!({"kind": "delete", "run_id": "run_1"}),
+        };
+        json["summary"] = serde_json::to_value(s).unwrap();
+        PlanRecord {
+            id: "plan_abc".into(),
+            created_at: s.expires_at,
+            expires_at: s.expires_at,
+            request_digest: "rd".into(),
+            content_digest: "cd".into(),
+            owner: None,
+            summary_text: "Price: $0.01/hour (a stale text the page must not show)".into(),
+            body: json,
+        }
+    }
+
+    /// A launch plan body whose config and names carry `h`.
+    fn body(h: &str) -> PlanBody {
+        let mut config = serde_json::Map::new();
+        config.insert("name".into(), h.into());
+        config.insert("max_steps".into(), 7.into());
+        let spec = factory_platform::wire::runs::RunSpec {
+            config,
+            ..Default::default()
+        };
+        PlanBody {
+            request: PlannedRequest::Create(spec),
+            env_names: vec![],
+            run_name: h.into(),
+            run_name_generated: false,
+            team_id: Some("team_1".into()),
+            team_name: Some(h.into()),
+            owner_label: "team team_1".into(),
+            owner_source: "the config".into(),
+            config_path: Some(format!("configs/{h}.toml")),
+            config_sha256: None,
+            config_digest: String::new(),
+            volume: None,
+            mode: "rl".into(),
+            model: Some(h.into()),
+            gpu_type: Some(h.into()),
+            gpus: Some(8),
+            max_steps: Some(7),
+            price: Price {
+                gpu_type: Some(h.into()),
+                per_gpu_hour_usd: Some(2.49),
+                gpus: Some(8),
+                per_hour_usd: Some(19.92),
+                basis: format!("on-demand price of {h}"),
+                notes: vec![],
+                reserved: false,
+            },
+            overrides: vec![],
+            blocked: None,
+            preexisting_same_name: vec![],
+            kind: "launch".into(),
+            resume_from: None,
+        }
+    }
+
+    /// No raw markup from a value, no control, line-break or bidi character anywhere but the
+    /// page's own new lines, and each figure exactly once.
+    fn assert_safe(html: &str) {
+        assert!(!html.contains("<script"), "raw <script>: {html}");
+        assert!(
+            is_plain(&html.replace('\n', "")),
+            "a control or bidi character got through: {html:?}"
+        );
+        for (label, id) in [("Owner", "owner"), ("GPUs", "gpus"), ("Price", "price")] {
+            let th = format!("<th scope=\"row\">{label}</th>");
+            assert_eq!(html.matches(&th).count(), 1, "{label} rows: {html}");
+            let td = format!("id=\"{id}\"");
+            assert_eq!(html.matches(&td).count(), 1, "{id} cells: {html}");
+        }
+        assert_eq!(
+            html.matches("$19.92/hour").count(),
+            1,
+            "the only price is ours: {html}"
+        );
+        assert!(!html.contains("$0.01/hour</td>"), "{html}");
+        assert!(!html.contains("stale text"), "the stored text is not shown");
+    }
+
+    #[test]
+    fn the_page_renders_the_stored_summary_and_no_hostile_value_escapes_it() {
+        for h in hostile() {
+            let s = summary(SummaryKind::Launch, &h);
+            let b = body(&h);
+            let p = plan(&s, Some(&b));
+            let prev = plan(&summary(SummaryKind::Launch, "old"), Some(&body("old")));
+            let html = plan_page(&p, Some(&b), Some((&prev, &body("old"))), "tok");
+            assert_safe(&html);
+            // The figures come first, in their own block; values we did not write are <code>.
+            let figures = html.find("id=\"figures\"").expect("a figures block");
+            let details = html.find("id=\"details\"").expect("a details block");
+            assert!(figures < details && html.find("id=\"price\"").unwrap() < details);
+            assert!(
+                html.contains("<td id=\"owner\">team <code>team_1</code> <code>"),
+                "{html}"
+            );
+            assert!(html.contains("Approve launch") && html.contains("billable launch?"));
+            assert!(
+                html.contains("id=\"note-2\""),
+                "repeated labels get their own ids"
+            );
+        }
+    }
+
+    #[test]
+    fn a_delete_page_says_delete_and_never_launch() {
+        for h in hostile() {
+            let s = summary(SummaryKind::Delete, &h);
+            let html = plan_page(&plan(&s, None), None, None, "tok");
+            assert_safe(&html);
+            assert!(html.contains("<h1>Delete (intent plan_abc)</h1>"), "{html}");
+            assert!(html.contains("PERMANENT delete?") && html.contains("Approve delete"));
+            assert!(!html.to_lowercase().contains("launch"), "{html}");
+        }
+    }
+
+    #[test]
+    fn a_plan_without_a_structured_summary_shows_its_text_neutralised() {
+        let mut p = plan(&summary(SummaryKind::Delete, "n"), None);
+        p.body = serde_json::json!({"kind": "delete", "run_id": "run_1"});
+        p.summary_text = "Delete run <script>x\u{202e}\nOwner: me".into();
+        let html = plan_page(&p, None, None, "tok");
+        assert!(html.contains("<pre id=\"summary\">Delete run &lt;script&gt;x?\nOwner: me</pre>"));
+        assert!(html.contains("Approve delete"), "{html}");
+        assert!(is_plain(&html.replace('\n', "")));
     }
 }

@@ -23,7 +23,9 @@ pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;backgr
 main{max-width:60em}table{border-collapse:collapse;margin:1em 0}\
 th,td{border:1px solid #bbb;padding:.4em .7em;text-align:left;vertical-align:top}\
 th{background:#eef}pre{background:#f4f4f4;padding:.7em;overflow:auto;max-height:30em}\
-#price,#gpus,#owner{font-weight:bold}.buttons{display:flex;gap:1em;margin:1.5em 0}\
+.figures td{font-weight:bold}.figures th{background:#fde}\
+code{background:#f4f4f4;border:1px solid #ddd;padding:0 .2em;font-weight:normal}\
+.prose{font-style:italic}#question{font-size:1.2em}.buttons{display:flex;gap:1em;margin:1.5em 0}\
 button{font-size:1.2em;padding:.5em 1.5em;border:0;border-radius:.3em;color:#fff}\
 .approve{background:#1a7f37}.decline{background:#b42318}";
 
@@ -156,16 +158,6 @@ async fn refused(state: &AppState, plan_id: &str, r: PageRefusal, what: &str) ->
     PageAnswer::refusal(r)
 }
 
-/// The team's name as the platform gives it (shown beside its id), when it can be read.
-async fn team_name(state: &AppState, team: &str) -> Option<String> {
-    let platform = state.platform().ok()?;
-    let teams = platform.list_all_teams().await.ok()?;
-    teams
-        .into_iter()
-        .find(|t| t.team_id == team)
-        .map(|t| t.name)
-}
-
 /// GET `/approve/{plan_id}?t=TOKEN`: the plan, with Approve and Decline.
 pub async fn show(state: &AppState, plan_id: &str, token: &str) -> PageAnswer {
     let Ok(store) = state.store() else {
@@ -203,17 +195,12 @@ pub async fn show(state: &AppState, plan_id: &str, token: &str) -> PageAnswer {
             }),
         None => None,
     };
-    let team_name = match body.as_ref().and_then(|b| b.team_id.as_deref()) {
-        Some(team) => team_name(state, team).await,
-        None => None,
-    };
     audit(state, "page", "page_shown", Some(&plan.id), None, json!({})).await;
     PageAnswer {
         status: 200,
         html: render::plan_page(
             plan,
             body.as_ref(),
-            team_name.as_deref(),
             prev.as_ref().map(|(p, b)| (p, b)),
             token,
         ),
