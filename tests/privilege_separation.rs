@@ -25,7 +25,7 @@ use rmcp::{
     ClientHandler, ErrorData, ServiceExt,
     model::{
         ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-        Implementation,
+        ElicitationCapability, FormElicitationCapability, Implementation, UrlElicitationCapability,
     },
     service::{RequestContext, RoleClient},
     transport::{
@@ -186,8 +186,9 @@ async fn serve_as(user: &str, bin: &Path) -> Server {
     Server { child, pgid, url }
 }
 
-/// A client with a form dialog that answers yes to everything, recording what it was shown:
-/// the assistant approving its own plan.
+/// A client that declares form and URL elicitation and answers yes to everything, recording
+/// what it was sent: the assistant approving its own plan (a page address it were sent, it
+/// could open and decide with itself).
 #[derive(Clone)]
 struct SaysYes {
     seen: Arc<Mutex<Vec<String>>>,
@@ -196,7 +197,13 @@ struct SaysYes {
 impl ClientHandler for SaysYes {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::builder().enable_elicitation().build(),
+            ClientCapabilities::builder()
+                .enable_elicitation_with(
+                    ElicitationCapability::new()
+                        .with_form(FormElicitationCapability::new())
+                        .with_url(UrlElicitationCapability::new()),
+                )
+                .build(),
             Implementation::new("self-approving-assistant", "0.0.1"),
         )
     }
@@ -205,12 +212,21 @@ impl ClientHandler for SaysYes {
         request: ElicitRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let shown = match &request {
-            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
-            other => format!("{other:?}"),
+        let (shown, answer) = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => (
+                message.clone(),
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirm": true})),
+            ),
+            ElicitRequestParams::UrlElicitationParams { url, .. } => {
+                (url.clone(), ElicitResult::new(ElicitationAction::Accept))
+            }
+            other => (
+                format!("{other:?}"),
+                ElicitResult::new(ElicitationAction::Accept),
+            ),
         };
         self.seen.lock().unwrap().push(shown);
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirm": true})))
+        Ok(answer)
     }
 }
 
@@ -310,7 +326,8 @@ async fn the_documented_two_user_recipe_keeps_the_key_the_state_and_the_yes_from
     assert!(String::from_utf8_lossy(&listing.stderr).contains("Permission denied"));
 
     // (3) With the URL and the token, the assistant plans over HTTP, and its client's own yes
-    // launches nothing: no form is even shown, launch_run waits for a person.
+    // launches nothing: it is sent no form and no approval-page address (with which it could
+    // decide itself); launch_run waits for a person.
     let seen = Arc::new(Mutex::new(Vec::new()));
     let client = SaysYes { seen: seen.clone() }
         .serve(StreamableHttpClientTransport::from_config(
@@ -339,7 +356,11 @@ async fn the_documented_two_user_recipe_keeps_the_key_the_state_and_the_yes_from
             && waiting.contains(&format!("factory-mcp approve {plan_id}")),
         "{waiting}"
     );
-    assert!(seen.lock().unwrap().is_empty(), "no form was shown");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the client was sent neither a form nor a page address: {:?}",
+        seen.lock().unwrap()
+    );
     assert_eq!(w.sandbox.create_requests(), 0);
 
     // (2) The assistant's own `approve`, even on a terminal of its own and pointed at the
