@@ -4,9 +4,10 @@
 //! the client's form counts (the 2026-07-28 input-required round trip when the client speaks
 //! it, the legacy elicitation request otherwise); under `"out_of_band"` a form answer never
 //! counts — a client can answer its own form — and only an answer given outside the client
-//! does (`factory-mcp approve` on a terminal, or the server's approval page). A client that
-//! declared URL-mode elicitation is sent to the page ([`Channel::Page`]); a client that cannot
-//! ask gets [`Channel::ApproveCommand`].
+//! does (`factory-mcp approve` on a terminal, or the server's approval page opened with
+//! `approve --page`). A client that declared URL-mode elicitation is sent to the page
+//! ([`Channel::Page`]) except under `"out_of_band"`, where the client never gets its address;
+//! a client that cannot ask gets [`Channel::ApproveCommand`].
 
 use crate::policy::ConfirmMode;
 
@@ -122,7 +123,10 @@ pub fn channel(mode: ConfirmMode, action: Action, client: Client) -> Channel {
 
 /// The channel when the client's declared elicitation modes are known: a client that
 /// declared URL mode (in either protocol era) is sent to the approval page whenever a person
-/// is needed; form elicitation stays for clients that declared form and not URL.
+/// is needed; form elicitation stays for clients that declared form and not URL. Under
+/// `"out_of_band"` the client is never handed the page's address: whoever holds it can decide
+/// with it, and the client may be the assistant itself (the two-user recipe of
+/// docs/SECURITY.md); the person opens the page with `factory-mcp approve ID --page` instead.
 pub fn channel_with_modes(
     mode: ConfirmMode,
     action: Action,
@@ -131,7 +135,7 @@ pub fn channel_with_modes(
 ) -> Channel {
     match channel(mode, action, client) {
         Channel::NotNeeded => Channel::NotNeeded,
-        _ if url_mode => Channel::Page,
+        _ if url_mode && mode != ConfirmMode::OutOfBand => Channel::Page,
         other => other,
     }
 }
@@ -183,8 +187,12 @@ mod tests {
             for action in [Action::Launch, Action::Delete] {
                 assert_eq!(channel(o, action, client), Channel::ApproveCommand);
                 assert!(person_needed(o, action));
-                // A client that can open a URL sends the person to the page: out of band too.
-                assert_eq!(channel_with_modes(o, action, client, true), Channel::Page);
+                // Not even a client that can open a URL gets the page's address: with it the
+                // client could decide itself. The person runs `approve` (or `approve --page`).
+                assert_eq!(
+                    channel_with_modes(o, action, client, true),
+                    Channel::ApproveCommand
+                );
             }
         }
     }

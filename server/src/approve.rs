@@ -165,6 +165,13 @@ enum ApproveError {
     NoStateDir,
     #[error("approve needs a person at a terminal: nothing was recorded")]
     NoTerminal,
+    #[error(
+        "cannot read the state directory {}: permission denied, nothing was recorded; run \
+         approve as the OS user the server runs as (e.g. `sudo -u factory -H factory-mcp \
+         approve PLAN_ID`, see docs/SECURITY.md)",
+        .0.display()
+    )]
+    NotAllowed(PathBuf),
 }
 
 fn when(t: DateTime<Utc>) -> String {
@@ -290,15 +297,22 @@ fn open_store(
         Some(dir) => dir.clone(),
         None => Store::default_dir(env).ok_or(ApproveError::NoStateDir)?,
     };
-    if !dir.join(DB_FILE).exists() {
-        eprintln!(
-            "factory-mcp approve: no plan {id}: there is no state database in {} (is this the \
-             server's state directory? pass --state-dir)",
-            dir.display()
-        );
-        return Ok(None);
+    // `exists()` would call a database this user may not read "absent": approve run as
+    // another OS user than the server's is told so, and pointed at the right one.
+    match dir.join(DB_FILE).try_exists() {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            Err(ApproveError::NotAllowed(dir))
+        }
+        Ok(false) => {
+            eprintln!(
+                "factory-mcp approve: no plan {id}: there is no state database in {} (is this \
+                 the server's state directory? pass --state-dir)",
+                dir.display()
+            );
+            Ok(None)
+        }
+        Ok(true) | Err(_) => Ok(Some(Store::open(&dir)?)),
     }
-    Ok(Some(Store::open(&dir)?))
 }
 
 fn find_plan(ctx: &Ctx<'_>) -> Result<Option<PlanRecord>, ApproveError> {
