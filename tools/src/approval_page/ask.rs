@@ -6,6 +6,7 @@
 
 use chrono::Utc;
 use factory_policies::{
+    confirmation::Via,
     store::{
         Decision, DecisionRecord, PageTokenRecord, PlanRecord, StateStore, new_page_secret,
         secret_digest,
@@ -73,7 +74,7 @@ pub(crate) async fn ask(
             "asked",
             Some(&plan.id),
             None,
-            json!({"via": "page"}),
+            json!({"channel": Via::Page.as_str()}),
         )
         .await;
         match call
@@ -103,7 +104,7 @@ pub(crate) async fn ask(
             "page_not_opened",
             Some(&plan.id),
             None,
-            json!({"via": "page"}),
+            json!({"channel": Via::Page.as_str()}),
         )
         .await;
         return Err(ToolError::needs_person(format!(
@@ -129,7 +130,7 @@ pub(crate) async fn ask(
                 "approved",
                 Some(&plan.id),
                 None,
-                json!({"via": d.via}),
+                json!({"channel": d.via, "at": d.decided_at.to_rfc3339()}),
             )
             .await;
             Ok(None)
@@ -141,7 +142,7 @@ pub(crate) async fn ask(
                 "declined",
                 Some(&plan.id),
                 None,
-                json!({"via": d.via}),
+                json!({"channel": d.via, "at": d.decided_at.to_rfc3339()}),
             )
             .await;
             Err(ToolError::new(format!(
@@ -245,7 +246,7 @@ async fn first_leg(
         "asked",
         Some(&plan.id),
         None,
-        json!({"via": "page"}),
+        json!({"channel": Via::Page.as_str()}),
     )
     .await;
     Ok(InputRequiredResult::new(Some(reqs), Some(state_str)).into())
