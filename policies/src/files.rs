@@ -19,7 +19,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -428,6 +428,31 @@ impl DestDir {
             Err(e) => return Err(io_err(&shown, e)),
         }
         let mut src = File::open(staged).map_err(|e| io_err(staged, e))?;
+        let result = self.replace_with(name, |out| io::copy(&mut src, out));
+        if result.is_ok() {
+            let _ = std::fs::remove_file(staged);
+        }
+        result
+    }
+
+    /// Writes `bytes` as `name` in this directory, atomically: a temporary file created here
+    /// (`O_EXCL | O_NOFOLLOW`), synced and renamed over `name` — a reader sees the old file or
+    /// the whole new one, and a symlink already at `name` is replaced, never followed. For
+    /// exports (logs, metric series) the tools write from memory. Returns the bytes.
+    pub fn write_bytes(&self, name: &OsStr, bytes: &[u8]) -> Result<u64, FileError> {
+        self.replace_with(name, |out| {
+            out.write_all(bytes)?;
+            Ok(bytes.len() as u64)
+        })
+    }
+
+    /// The temporary-file-and-rename step shared by [`Self::publish`] and [`Self::write_bytes`].
+    fn replace_with(
+        &self,
+        name: &OsStr,
+        fill: impl FnOnce(&mut File) -> io::Result<u64>,
+    ) -> Result<u64, FileError> {
+        let shown = self.path.join(name);
         let tmp = format!(
             ".{}.{:016x}.tmp",
             name.to_string_lossy(),
@@ -441,16 +466,14 @@ impl DestDir {
         )
         .map_err(|e| io_err(&shown, e))?;
         let mut out = File::from(fd);
-        let copied = io::copy(&mut src, &mut out).and_then(|n| out.sync_all().map(|()| n));
-        let result = copied.map_err(|e| io_err(&shown, e)).and_then(|n| {
+        let written = fill(&mut out).and_then(|n| out.sync_all().map(|()| n));
+        let result = written.map_err(|e| io_err(&shown, e)).and_then(|n| {
             rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, name)
                 .map(|()| n)
                 .map_err(|e| io_err(&shown, e))
         });
         if result.is_err() {
             let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
-        } else {
-            let _ = std::fs::remove_file(staged);
         }
         result
     }
@@ -574,6 +597,29 @@ mod tests {
             DestDir::open(&w, &sub),
             Err(FileError::Symlink { .. })
         ));
+    }
+
+    #[test]
+    fn written_bytes_replace_a_symlink_instead_of_following_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let w = ws(tmp.path());
+        let sub = w.root().join("exports");
+        let d = DestDir::open(&w, &sub).unwrap();
+        let target = outside.path().join("victim");
+        std::fs::write(&target, "keep").unwrap();
+        std::os::unix::fs::symlink(&target, sub.join("a.log")).unwrap();
+        assert_eq!(d.write_bytes(OsStr::new("a.log"), b"new\n").unwrap(), 4);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(sub.join("a.log")).unwrap(), "new\n");
+        assert!(
+            !std::fs::symlink_metadata(sub.join("a.log"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(&sub).unwrap().count(), 1);
     }
 
     #[test]

@@ -50,6 +50,25 @@ pub fn publish(dir: &DestDir, staged: &Path, name: &Path) -> Result<u64, ToolErr
         .map_err(|e| ToolError::new(format!("cannot place the downloaded file: {e}")))
 }
 
+/// Writes an export (`bytes`) as the file `rel` (a safe relative path) under the workspace
+/// directory `dest` — a path `resolve_for_write` returned — atomically and without following
+/// links. Returns the path written and its bytes.
+#[allow(dead_code)] // the export tools of issue 19 use it; remove this line with the first caller
+pub fn write_export(
+    state: &AppState,
+    dest: &Path,
+    rel: &Path,
+    bytes: &[u8],
+) -> Result<(PathBuf, u64), ToolError> {
+    let dir = DestDir::open(state.workspace()?, dest)
+        .map_err(|e| ToolError::new(format!("dest_dir: {e}")))?;
+    let (sub, name) = place(&dir, rel)?;
+    let n = sub
+        .write_bytes(name.as_os_str(), bytes)
+        .map_err(|e| ToolError::new(format!("cannot write {}: {e}", rel.display())))?;
+    Ok((sub.path().join(name), n))
+}
+
 /// Downloads one raw trace into staging and moves it into `dir` as `name`.
 pub async fn trace(
     traces: &TracesClient<'_>,
