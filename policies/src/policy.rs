@@ -352,6 +352,15 @@ impl Policy {
     /// The checks that do not depend on the catalogue: caps positive and finite, timeouts
     /// and plan lifetime in range, and `confirm = "plan"` only with both cost caps.
     pub fn validate(&self) -> Result<(), PolicyError> {
+        self.validate_guard()?;
+        self.validate_caps()?;
+        self.validate_timeouts_and_http()?;
+        self.validate_lists()?;
+        self.validate_checkers_and_confirm()
+    }
+
+    /// `[guard]`: positive limits, a sane sweep interval.
+    fn validate_guard(&self) -> Result<(), PolicyError> {
         for (key, v) in [
             (
                 "guard.max_wall_clock_hours",
@@ -376,6 +385,11 @@ impl Policy {
                 format!("must be between 5 and 86400, got {i}"),
             ));
         }
+        Ok(())
+    }
+
+    /// Money caps positive; count caps at least 1; the plan lifetime in range.
+    fn validate_caps(&self) -> Result<(), PolicyError> {
         for (key, cap) in [
             ("max_cost_per_hour_usd", self.max_cost_per_hour_usd),
             (
@@ -417,6 +431,11 @@ impl Policy {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// `[platform]` timeouts and `[http]` limits in range.
+    fn validate_timeouts_and_http(&self) -> Result<(), PolicyError> {
         for (key, v) in [
             (
                 "platform.request_timeout_s",
@@ -463,6 +482,11 @@ impl Policy {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// No empty entries in the allow lists and tool selections.
+    fn validate_lists(&self) -> Result<(), PolicyError> {
         for (key, list) in [
             ("allowed_teams", &self.allowed_teams),
             ("allowed_gpu_types", &self.allowed_gpu_types),
@@ -475,6 +499,11 @@ impl Policy {
                 return Err(PolicyError::key_err(key, "entries must not be empty"));
             }
         }
+        Ok(())
+    }
+
+    /// The checkers' timeout; `confirm = "plan"` needs both money caps.
+    fn validate_checkers_and_confirm(&self) -> Result<(), PolicyError> {
         let t = self.validate.checker_timeout_s;
         if t == 0 || t > MAX_TIMEOUT_S {
             return Err(PolicyError::key_err(

@@ -83,11 +83,84 @@ struct Confirm {
 }
 rmcp::elicit_safe!(Confirm);
 
+/// The state an input-required round trip carries (the form's here, the page's in
+/// `approval_page::ask`): sealed with the per-install key, bound by its associated data to the
+/// channel, tool, plan and request digest, valid for a TTL, and single-use by its nonce.
 #[derive(Debug, Serialize, Deserialize)]
-struct SealedConfirm {
+struct SealedState {
     plan_id: String,
     request_digest: String,
     nonce: String,
+}
+
+/// What [`open_state`] found in a sealed state that came back.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Opened {
+    /// Ours, for this plan and request, first use: go on.
+    Fresh,
+    /// Not sealed by us for this binding, tampered with, or expired.
+    Invalid,
+    /// Sealed by us but not a state we can read.
+    Unreadable,
+    /// Sealed for another plan or request digest.
+    OtherPlan,
+    /// Already used once.
+    Replayed,
+}
+
+/// Seals a new round-trip state for `plan`, bound to `binding` (the associated data).
+pub(crate) async fn seal_state(
+    store: &dyn StateStore,
+    plan: &PlanRecord,
+    binding: &str,
+    ttl: std::time::Duration,
+) -> Result<String, ToolError> {
+    let codec = codec(store).await?;
+    let sealed = SealedState {
+        plan_id: plan.id.clone(),
+        request_digest: plan.request_digest.clone(),
+        nonce: ids::nonce(),
+    };
+    let payload = serde_json::to_vec(&sealed).map_err(|e| ToolError::new(e.to_string()))?;
+    Ok(codec.seal_with(
+        &payload,
+        &SealOptions::new()
+            .associated_data(binding.as_bytes())
+            .ttl(ttl),
+    ))
+}
+
+/// Opens a round-trip state that came back for `plan` under `binding`, spending its nonce
+/// when it is otherwise good.
+pub(crate) async fn open_state(
+    store: &dyn StateStore,
+    plan: &PlanRecord,
+    binding: &str,
+    ttl: std::time::Duration,
+    sealed: &str,
+) -> Result<Opened, ToolError> {
+    let codec = codec(store).await?;
+    let Ok(payload) = codec.open_with(sealed, binding.as_bytes()) else {
+        return Ok(Opened::Invalid);
+    };
+    let Ok(state) = serde_json::from_slice::<SealedState>(&payload) else {
+        return Ok(Opened::Unreadable);
+    };
+    if state.plan_id != plan.id || state.request_digest != plan.request_digest {
+        return Ok(Opened::OtherPlan);
+    }
+    let first_use = store
+        .use_nonce(
+            &state.nonce,
+            Utc::now() + chrono::Duration::from_std(ttl).unwrap_or_default(),
+        )
+        .await
+        .map_err(|e| ToolError::unavailable(format!("cannot record the confirmation: {e}")))?;
+    Ok(if first_use {
+        Opened::Fresh
+    } else {
+        Opened::Replayed
+    })
 }
 
 /// Whether `action` needs a person under this server's policy (before any client question).
@@ -253,19 +326,7 @@ async fn ask_input_required(
     plan: &PlanRecord,
     ask: &Ask<'_>,
 ) -> Result<CallToolResponse, ToolError> {
-    let codec = codec(store).await?;
-    let sealed = SealedConfirm {
-        plan_id: plan.id.clone(),
-        request_digest: plan.request_digest.clone(),
-        nonce: ids::nonce(),
-    };
-    let payload = serde_json::to_vec(&sealed).map_err(|e| ToolError::new(e.to_string()))?;
-    let state_str = codec.seal_with(
-        &payload,
-        &SealOptions::new()
-            .associated_data(associated_data(ask, plan).as_bytes())
-            .ttl(CONFIRM_TTL),
-    );
+    let state_str = seal_state(store, plan, &associated_data(ask, plan), CONFIRM_TTL).await?;
     let schema = serde_json::from_value(json!({
         "type": "object",
         "properties": {"confirm": {"type": "boolean", "title": "Approve", "description": ask.kind.tick()}},
@@ -305,43 +366,46 @@ async fn answer_input_required(
     sealed: &str,
 ) -> Result<(), ToolError> {
     let tool = ask.tool;
-    let codec = codec(store).await?;
-    let payload = codec
-        .open_with(sealed, associated_data(ask, plan).as_bytes())
-        .map_err(|_| {
-            ToolError::bad_argument(format!("The confirmation state is invalid, tampered with or expired: call {tool} again so that the person is asked afresh. Nothing was done."))
-        })?;
-    let sc: SealedConfirm = serde_json::from_slice(&payload).map_err(|_| {
-        ToolError::bad_argument(format!(
-            "The confirmation state is unreadable: call {tool} again. Nothing was done."
-        ))
-    })?;
-    if sc.plan_id != plan.id || sc.request_digest != plan.request_digest {
-        return Err(ToolError::bad_argument(format!(
-            "The confirmation was for another plan or request: call {tool} again. Nothing was done."
-        )));
-    }
-    let first_use = store
-        .use_nonce(
-            &sc.nonce,
-            Utc::now() + chrono::Duration::from_std(CONFIRM_TTL).unwrap_or_default(),
-        )
-        .await
-        .map_err(|e| ToolError::unavailable(format!("cannot record the confirmation: {e}")))?;
-    if !first_use {
-        audit(
-            state,
-            tool,
-            "replay_refused",
-            Some(&plan.id),
-            None,
-            json!({"channel": Via::InputRequired.as_str()}),
-        )
-        .await;
-        return Err(ToolError::new(format!(
-            "This confirmation was already used: a confirmation answers one {} only. Call {tool} again. Nothing was done.",
-            ask.noun()
-        )));
+    match open_state(
+        store,
+        plan,
+        &associated_data(ask, plan),
+        CONFIRM_TTL,
+        sealed,
+    )
+    .await?
+    {
+        Opened::Fresh => {}
+        Opened::Invalid => {
+            return Err(ToolError::bad_argument(format!(
+                "The confirmation state is invalid, tampered with or expired: call {tool} again so that the person is asked afresh. Nothing was done."
+            )));
+        }
+        Opened::Unreadable => {
+            return Err(ToolError::bad_argument(format!(
+                "The confirmation state is unreadable: call {tool} again. Nothing was done."
+            )));
+        }
+        Opened::OtherPlan => {
+            return Err(ToolError::bad_argument(format!(
+                "The confirmation was for another plan or request: call {tool} again. Nothing was done."
+            )));
+        }
+        Opened::Replayed => {
+            audit(
+                state,
+                tool,
+                "replay_refused",
+                Some(&plan.id),
+                None,
+                json!({"channel": Via::InputRequired.as_str()}),
+            )
+            .await;
+            return Err(ToolError::new(format!(
+                "This confirmation was already used: a confirmation answers one {} only. Call {tool} again. Nothing was done.",
+                ask.noun()
+            )));
+        }
     }
     let accepted = call
         .input_responses

@@ -144,7 +144,7 @@ pub async fn validate(input: ValidationInput) -> Report {
 
     match &input.prime_rl_checkout {
         None => report.checker(
-            "prime_rl_checkout",
+            CHECKOUT_NAME,
             CheckerStatus::Skipped,
             "not enabled (policy key validate.prime_rl_checkout)",
         ),
@@ -427,6 +427,9 @@ except Exception as e:
     print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
 "#;
 
+/// The checkout checker's name in the report.
+const CHECKOUT_NAME: &str = "prime_rl_checkout";
+
 async fn checkout_checker(
     report: &mut Report,
     dir: &Path,
@@ -435,10 +438,9 @@ async fn checkout_checker(
     path: Option<&OsStr>,
     timeout: Duration,
 ) {
-    const NAME: &str = "prime_rl_checkout";
     if !dir.join("pyproject.toml").is_file() {
         report.checker(
-            NAME,
+            CHECKOUT_NAME,
             CheckerStatus::Skipped,
             format!(
                 "{} is not a prime-rl checkout (no pyproject.toml)",
@@ -448,14 +450,14 @@ async fn checkout_checker(
         return;
     }
     let Some(uv) = find_program("uv", path) else {
-        report.checker(NAME, CheckerStatus::Skipped, "uv is not on PATH");
+        report.checker(CHECKOUT_NAME, CheckerStatus::Skipped, "uv is not on PATH");
         return;
     };
     let config = match serde_json::to_value(doc) {
         Ok(v) => v,
         Err(e) => {
             report.checker(
-                NAME,
+                CHECKOUT_NAME,
                 CheckerStatus::Failed,
                 format!("cannot hand the config over as JSON: {e}"),
             );
@@ -471,13 +473,64 @@ async fn checkout_checker(
         Ok(h) => h,
         Err(e) => {
             report.checker(
-                NAME,
+                CHECKOUT_NAME,
                 CheckerStatus::Failed,
                 format!("cannot create a temporary HOME: {e}"),
             );
             return;
         }
     };
+    let cmd = checkout_command(&uv, dir, home.path(), path);
+    match run(cmd, Some(input.into_bytes()), timeout).await {
+        Outcome::SpawnFailed(e) => report.checker(
+            CHECKOUT_NAME,
+            CheckerStatus::Failed,
+            format!("could not start uv: {e}"),
+        ),
+        Outcome::TimedOut => report.checker(
+            CHECKOUT_NAME,
+            CheckerStatus::TimedOut,
+            format!("no verdict within {} s; stopped", timeout.as_secs()),
+        ),
+        Outcome::Done {
+            code,
+            stdout,
+            stderr,
+        } => match last_json(&stdout) {
+            Some(obj) if obj.contains_key("valid") => {
+                record_checkout_verdict(report, mode, dir, &obj)
+            }
+            Some(obj) => {
+                let msg = obj
+                    .get("error")
+                    .and_then(Json::as_str)
+                    .unwrap_or("unexpected answer");
+                report.checker(
+                    CHECKOUT_NAME,
+                    CheckerStatus::Failed,
+                    format!("the checkout could not validate: {}", first_line(msg)),
+                );
+            }
+            None => report.checker(
+                CHECKOUT_NAME,
+                CheckerStatus::Failed,
+                format!(
+                    "no verdict (exit {}): {}",
+                    code.map_or("?".into(), |c| c.to_string()),
+                    first_line(if stderr.trim().is_empty() {
+                        &stdout
+                    } else {
+                        &stderr
+                    })
+                ),
+            ),
+        },
+    }
+}
+
+/// The checkout's checker command: `uv run python -I -B -c …` in `dir`, with a cleared
+/// environment (`checkers::checkout_env`) and `home` as HOME.
+fn checkout_command(uv: &Path, dir: &Path, home: &Path, path: Option<&OsStr>) -> Command {
     let mut cmd = Command::new(uv);
     // `-I`: neither the working directory nor the user site is on the import path, and no
     // PYTHON* variable applies, so a `json.py` planted beside the checkout is never imported.
@@ -495,104 +548,68 @@ async fn checkout_checker(
     .envs(factory_policies::checkers::checkout_env(
         &|k: &str| std::env::var_os(k),
         &KNOWN.0,
-        home.path(),
+        home,
         path,
     ));
-    match run(cmd, Some(input.into_bytes()), timeout).await {
-        Outcome::SpawnFailed(e) => report.checker(
-            NAME,
-            CheckerStatus::Failed,
-            format!("could not start uv: {e}"),
+    cmd
+}
+
+/// Records the checkout's verdict (`{"valid", "errors", "deferred"}`) on `report`.
+fn record_checkout_verdict(
+    report: &mut Report,
+    mode: Mode,
+    dir: &Path,
+    obj: &serde_json::Map<String, Json>,
+) {
+    let errors: Vec<(String, String)> = obj
+        .get("errors")
+        .and_then(Json::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    let s = |k: &str| e.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+                    (s("loc"), s("msg"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let n = errors.len();
+    let deferred: Vec<String> = obj
+        .get("deferred")
+        .and_then(Json::as_array)
+        .map(|a| {
+            a.iter()
+                .take(20)
+                .filter_map(|d| d.as_str().map(untrusted_loc))
+                .filter(|d| !d.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let (added, agreed) = merge(
+        report,
+        Source::PrimeRlCheckout,
+        errors,
+        "the prime-rl checkout's own schema",
+    );
+    let verdict = if n == 0 {
+        "valid".to_string()
+    } else {
+        format!("{n} error(s): {added} new, {agreed} also found natively")
+    };
+    let deferred = if deferred.is_empty() {
+        String::new()
+    } else {
+        format!("; deferred (plugin-dependent): {}", deferred.join(", "))
+    };
+    report.checker(
+        CHECKOUT_NAME,
+        CheckerStatus::Ran,
+        format!(
+            "{} schema of {}: {verdict}{deferred}",
+            mode.as_str().to_uppercase(),
+            dir.display()
         ),
-        Outcome::TimedOut => report.checker(
-            NAME,
-            CheckerStatus::TimedOut,
-            format!("no verdict within {} s; stopped", timeout.as_secs()),
-        ),
-        Outcome::Done {
-            code,
-            stdout,
-            stderr,
-        } => match last_json(&stdout) {
-            Some(obj) if obj.contains_key("valid") => {
-                let errors: Vec<(String, String)> = obj
-                    .get("errors")
-                    .and_then(Json::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .map(|e| {
-                                let s = |k: &str| {
-                                    e.get(k).and_then(Json::as_str).unwrap_or("").to_string()
-                                };
-                                (s("loc"), s("msg"))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let n = errors.len();
-                let deferred: Vec<String> = obj
-                    .get("deferred")
-                    .and_then(Json::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .take(20)
-                            .filter_map(|d| d.as_str().map(untrusted_loc))
-                            .filter(|d| !d.is_empty())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let (added, agreed) = merge(
-                    report,
-                    Source::PrimeRlCheckout,
-                    errors,
-                    "the prime-rl checkout's own schema",
-                );
-                let verdict = if n == 0 {
-                    "valid".to_string()
-                } else {
-                    format!("{n} error(s): {added} new, {agreed} also found natively")
-                };
-                let deferred = if deferred.is_empty() {
-                    String::new()
-                } else {
-                    format!("; deferred (plugin-dependent): {}", deferred.join(", "))
-                };
-                report.checker(
-                    NAME,
-                    CheckerStatus::Ran,
-                    format!(
-                        "{} schema of {}: {verdict}{deferred}",
-                        mode.as_str().to_uppercase(),
-                        dir.display()
-                    ),
-                );
-            }
-            Some(obj) => {
-                let msg = obj
-                    .get("error")
-                    .and_then(Json::as_str)
-                    .unwrap_or("unexpected answer");
-                report.checker(
-                    NAME,
-                    CheckerStatus::Failed,
-                    format!("the checkout could not validate: {}", first_line(msg)),
-                );
-            }
-            None => report.checker(
-                NAME,
-                CheckerStatus::Failed,
-                format!(
-                    "no verdict (exit {}): {}",
-                    code.map_or("?".into(), |c| c.to_string()),
-                    first_line(if stderr.trim().is_empty() {
-                        &stdout
-                    } else {
-                        &stderr
-                    })
-                ),
-            ),
-        },
-    }
+    );
 }
 
 /// `dotted.loc: message` lines of a `Config validation failed:` message.

@@ -15,15 +15,15 @@ use factory_policies::{
 };
 use rmcp::model::{
     CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-    InputRequest, InputRequests, InputRequiredResult, ProtocolVersion, SealOptions,
+    InputRequest, InputRequests, InputRequiredResult, ProtocolVersion,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
 use super::{PATH_PREFIX, TOKEN_TTL};
 use crate::{
     audit::audit,
-    confirm::{Ask, codec},
+    confirm::{Ask, Opened, open_state, seal_state},
     error::ToolError,
     ids,
     server::Call,
@@ -34,13 +34,6 @@ use crate::{
 const INPUT_KEY: &str = "page";
 /// How long the sealed state of the round trip stays valid.
 const SEAL_TTL: std::time::Duration = std::time::Duration::from_secs(300);
-
-#[derive(Debug, Serialize, Deserialize)]
-struct SealedPage {
-    plan_id: String,
-    request_digest: String,
-    nonce: String,
-}
 
 /// Ask through the page. `Ok(None)`: approved on the page, go on. `Ok(Some(resp))`: the first
 /// leg of the input-required round trip. `Err`: declined, not opened, not decided yet, or no
@@ -215,19 +208,7 @@ async fn first_leg(
     ask: &Ask<'_>,
     url: String,
 ) -> Result<CallToolResponse, ToolError> {
-    let codec = codec(store).await?;
-    let sealed = SealedPage {
-        plan_id: plan.id.clone(),
-        request_digest: plan.request_digest.clone(),
-        nonce: ids::nonce(),
-    };
-    let payload = serde_json::to_vec(&sealed).map_err(|e| ToolError::new(e.to_string()))?;
-    let state_str = codec.seal_with(
-        &payload,
-        &SealOptions::new()
-            .associated_data(associated_data(ask, plan).as_bytes())
-            .ttl(SEAL_TTL),
-    );
+    let state_str = seal_state(store, plan, &associated_data(ask, plan), SEAL_TTL).await?;
     let mut reqs = InputRequests::new();
     reqs.insert(
         INPUT_KEY.into(),
@@ -266,26 +247,15 @@ async fn second_leg(
             ask.tool
         ))
     };
-    let codec = codec(store).await?;
-    let payload = codec
-        .open_with(sealed, associated_data(ask, plan).as_bytes())
-        .map_err(|_| again())?;
-    let sp: SealedPage = serde_json::from_slice(&payload).map_err(|_| again())?;
-    if sp.plan_id != plan.id || sp.request_digest != plan.request_digest {
-        return Err(again());
-    }
-    let first = store
-        .use_nonce(
-            &sp.nonce,
-            Utc::now() + chrono::Duration::from_std(SEAL_TTL).unwrap_or_default(),
-        )
-        .await
-        .map_err(|e| ToolError::unavailable(format!("cannot record the round trip: {e}")))?;
-    if !first {
-        return Err(ToolError::new(format!(
-            "This approval state was already used. Call {} again.",
-            ask.tool
-        )));
+    match open_state(store, plan, &associated_data(ask, plan), SEAL_TTL, sealed).await? {
+        Opened::Fresh => {}
+        Opened::Invalid | Opened::Unreadable | Opened::OtherPlan => return Err(again()),
+        Opened::Replayed => {
+            return Err(ToolError::new(format!(
+                "This approval state was already used. Call {} again.",
+                ask.tool
+            )));
+        }
     }
     Ok(call
         .input_responses

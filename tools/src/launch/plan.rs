@@ -317,15 +317,13 @@ async fn finish_plan(
         p.source_ref.as_deref(),
         state.sandbox,
     );
-    let summary = screen.to_text();
-    store_plan(
+    let summary = store_plan(
         state,
         &plan_id,
         now,
         expires,
         &request_digest,
         &content_digest,
-        &body.team_id,
         &screen,
         &body,
     )
@@ -566,7 +564,7 @@ fn plan_checks(
     checks
 }
 
-/// Store a plan (or a resume plan) with its digests and summary.
+/// Store a plan (or a resume plan) with its digests and summary; returns the summary text.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn store_plan(
     state: &AppState,
@@ -575,13 +573,15 @@ pub(super) async fn store_plan(
     expires: DateTime<Utc>,
     request_digest: &str,
     content_digest: &str,
-    owner: &Option<String>,
     screen: &Summary,
     body: &PlanBody,
-) -> Result<(), ToolError> {
+) -> Result<String, ToolError> {
+    let summary_text = screen.to_text();
     // The structured summary travels in the body (the page renders it; `approve` too).
-    let mut body = serde_json::to_value(body).map_err(|e| refuse(format!("internal: {e}")))?;
-    body["summary"] = serde_json::to_value(screen).map_err(|e| refuse(format!("internal: {e}")))?;
+    let mut stored_body =
+        serde_json::to_value(body).map_err(|e| refuse(format!("internal: {e}")))?;
+    stored_body["summary"] =
+        serde_json::to_value(screen).map_err(|e| refuse(format!("internal: {e}")))?;
     state
         .store()?
         .put_plan(&PlanRecord {
@@ -590,12 +590,13 @@ pub(super) async fn store_plan(
             expires_at: expires,
             request_digest: request_digest.to_string(),
             content_digest: content_digest.to_string(),
-            owner: owner.clone(),
-            summary_text: screen.to_text(),
-            body,
+            owner: body.team_id.clone(),
+            summary_text: summary_text.clone(),
+            body: stored_body,
         })
         .await
-        .map_err(|e| ToolError::unavailable(format!("cannot store the plan: {e}")))
+        .map_err(|e| ToolError::unavailable(format!("cannot store the plan: {e}")))?;
+    Ok(summary_text)
 }
 
 fn headline(body: &PlanBody, owner: &Owner, blocked: bool) -> String {

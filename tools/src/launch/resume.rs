@@ -198,15 +198,13 @@ async fn finish_resume(
     let plan_id = PlanId::generate();
     let expires = now + chrono::Duration::seconds(state.policy.plan_ttl_seconds as i64);
     let screen = summary::resume_summary(plan_id.as_str(), &expires, from, &body, state.sandbox);
-    let summary = screen.to_text();
-    store_plan(
+    let summary = store_plan(
         state,
         &plan_id,
         now,
         expires,
         &request_digest,
         &content_digest,
-        &body.team_id,
         &screen,
         &body,
     )
