@@ -81,29 +81,14 @@ impl PlanId {
     }
 }
 
-/// A random `u32`: a fresh SipHash key per call, random enough for names, ids and nonces
-/// without another dependency.
+/// A random `u32` from the thread's CSPRNG (`rand`, seeded by the OS), for names and ids.
 pub(crate) fn rand_u32() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    h.finish() as u32
+    rand::random()
 }
 
-/// A single-use nonce (128 bits, hex).
+/// A single-use nonce (128 bits from the thread's CSPRNG, hex).
 pub(crate) fn nonce() -> String {
-    format!(
-        "{:08x}{:08x}{:08x}{:08x}",
-        rand_u32(),
-        rand_u32(),
-        rand_u32(),
-        rand_u32()
-    )
+    format!("{:032x}", rand::random::<u128>())
 }
 
 /// A unique run name from the model's short name: `qwen3-4b-k3j9x0ab`.
