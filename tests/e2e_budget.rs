@@ -63,7 +63,10 @@ const PLAYBOOK: &[(&str, &str)] = &[
     ("get_rollouts", r#"{"run_id": "$RUN"}"#),
     ("get_distributions", r#"{"run_id": "$RUN"}"#),
     ("list_traces", r#"{"run_id": "$RUN"}"#),
-    ("fetch_traces", r#"{"run_id": "$RUN", "dest_dir": "traces"}"#),
+    (
+        "fetch_traces",
+        r#"{"run_id": "$RUN", "dest_dir": "traces"}"#,
+    ),
     ("list_checkpoints", r#"{"run_id": "$RUN"}"#),
     ("list_volumes", "{}"),
     ("diagnose_run", r#"{"run_id": "$RUN"}"#),
@@ -139,7 +142,10 @@ async fn run_playbook() -> Vec<Measure> {
             plan = id.to_string();
         }
         if *tool == "launch_run" {
-            run = s["run_id"].as_str().expect("launch_run's run_id").to_string();
+            run = s["run_id"]
+                .as_str()
+                .expect("launch_run's run_id")
+                .to_string();
             finish(&w, &c, &run).await;
         }
         measures.push(Measure {
@@ -173,7 +179,8 @@ async fn finish(w: &World, c: &common::Client, run: &str) {
 }
 
 fn table(measures: &[Measure]) -> String {
-    let mut out = String::from("\n| tool | text bytes | structuredContent bytes |\n|---|---:|---:|\n");
+    let mut out =
+        String::from("\n| tool | text bytes | structuredContent bytes |\n|---|---:|---:|\n");
     let (mut text_total, mut structured_total) = (0, 0);
     for m in measures {
         let structured = m
@@ -265,4 +272,127 @@ fn tools_list_fits_its_budget() {
         "tools/list is {} bytes, over its {TOOLS_LIST_BUDGET}-byte budget",
         listed.text_bytes
     );
+}
+
+// ---- the paging and the cap, end to end --------------------------------------------------------
+
+/// A run of `STEPS` steps created on the sandbox and run to its end (30 checkpoints).
+async fn long_run(w: &World) -> String {
+    let run = w.create_run(0, "budget-pages", STEPS, None).await;
+    w.advance(u64::from(STEPS) * 2 + 120);
+    run
+}
+
+fn steps_of(v: &Value) -> Vec<i64> {
+    v["checkpoints"]
+        .as_array()
+        .expect("checkpoints")
+        .iter()
+        .map(|c| c["step"].as_i64().expect("step"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_long_runs_checkpoints_come_newest_first_a_page_at_a_time() {
+    let w = World::new().await;
+    let run = long_run(&w).await;
+    let c = w.client(0, &[], Era::Modern).await;
+
+    let first = common::ok(&call(&c, "list_checkpoints", json!({"run_id": run})).await);
+    assert_eq!(first["total"], 30, "{first}");
+    assert_eq!(
+        steps_of(&first),
+        [150, 145, 140, 135, 130, 125, 120, 115, 110, 105]
+    );
+    assert_eq!(first["next_page"], 2);
+    assert_eq!(first["latest_ready_step"], 150);
+    // Every page in turn: each checkpoint once, newest to oldest, and the last page says so.
+    let (mut seen, mut page) = (Vec::new(), Some(1));
+    while let Some(n) = page {
+        let p = common::ok(
+            &call(
+                &c,
+                "list_checkpoints",
+                json!({"run_id": run, "page": n, "limit": 7}),
+            )
+            .await,
+        );
+        seen.extend(steps_of(&p));
+        page = p["next_page"].as_u64();
+    }
+    assert_eq!(seen, (1..=30).rev().map(|i| i * 5).collect::<Vec<i64>>());
+    let r = call(&c, "list_checkpoints", json!({"run_id": run, "page": 0})).await;
+    assert!(common::err(&r).contains("start at 1"));
+
+    // The report lists the newest five, says how many there are and how to page.
+    let report = common::ok(&call(&c, "run_report", json!({"run_id": run})).await);
+    assert_eq!(steps_of(&report), [150, 145, 140, 135, 130]);
+    assert_eq!(report["checkpoints_paging"]["total"], 30);
+    assert_eq!(report["checkpoints_paging"]["next_page"], 2);
+    assert!(
+        text(&call(&c, "run_report", json!({"run_id": run})).await)
+            .lines()
+            .next()
+            .unwrap()
+            .contains("30 checkpoint(s) (0 local; checkpoints 1–5 of 30 (newest first); older ones: run_report with \"checkpoints_page\": 2)"),
+    );
+    let older = common::ok(
+        &call(
+            &c,
+            "run_report",
+            json!({"run_id": run, "checkpoints_page": 2}),
+        )
+        .await,
+    );
+    assert_eq!(steps_of(&older), [125, 120, 115, 110, 105]);
+    c.cancel().await.unwrap();
+    w.sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_answer_over_the_policy_cap_is_replaced_by_its_size_and_how_to_get_the_rest() {
+    let w = World::new().await;
+    let run = long_run(&w).await;
+    let policy = w.home.path().join("policy.toml");
+    std::fs::write(&policy, "[results]\nmax_bytes = 4096\n").expect("policy file");
+    let c = w
+        .client(0, &["--config", policy.to_str().unwrap()], Era::Modern)
+        .await;
+
+    // All 30 checkpoints in one page are some 8 KB: over this server's 4 KB cap.
+    let r = call(&c, "list_checkpoints", json!({"run_id": run, "limit": 30})).await;
+    assert_eq!(r.is_error, Some(true), "{}", text(&r));
+    let t = text(&r);
+    assert!(t.len() < 1024, "the cut answer is compact: {t}");
+    assert!(
+        !t.contains("storage_url"),
+        "nothing of the answer is sent: {t}"
+    );
+    let s = r.structured_content.clone().expect("structured");
+    assert_eq!(s["truncated"], true);
+    assert_eq!(s["max_bytes"], 4096);
+    assert!(s["result_bytes"].as_u64().unwrap() > 4096, "{s}");
+    assert!(s["summary"].as_str().unwrap().contains("of 30"), "{s}");
+    assert!(
+        s["how_to_get_the_rest"]
+            .as_str()
+            .unwrap()
+            .contains(&format!(
+                "list_checkpoints {{\"run_id\":\"{run}\",\"page\":1,\"limit\":10}}"
+            )),
+        "{s}"
+    );
+    // The text block is the summary line, then the compact JSON of the structured content.
+    let (headline, json) = t.split_once('\n').expect("two parts");
+    assert!(
+        headline.starts_with("list_checkpoints succeeded, but its answer is")
+            && headline.contains("results.max_bytes"),
+        "{headline}"
+    );
+    assert_eq!(json, serde_json::to_string(&s).unwrap());
+    // Following the advice gets the answer.
+    let page = common::ok(&call(&c, "list_checkpoints", json!({"run_id": run, "limit": 10})).await);
+    assert_eq!(steps_of(&page).len(), 10);
+    c.cancel().await.unwrap();
+    w.sandbox.shutdown().await;
 }
