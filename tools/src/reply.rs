@@ -172,8 +172,41 @@ pub fn answer<O: Serialize>(
         )
         .into(),
         Ok(Outcome::Response(r)) => *r,
-        Err(e) => failure(&e.message, redactor).into(),
+        Err(e) => {
+            let mut r = failure(&e.message, redactor);
+            clip_error(&mut r, shaping.results_policy());
+            r.into()
+        }
     }
+}
+
+/// An error message is the tool's own prose and short, but none may pass the cap either: one
+/// over it keeps its beginning (where the advice is), cut on a character boundary, and says so.
+fn clip_error(r: &mut CallToolResult, results: ResultsPolicy) {
+    let Some(text) = r
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+    else {
+        return;
+    };
+    if results.admits(text.len()) {
+        return;
+    }
+    let note = format!(
+        " … (message cut: {} bytes, over this server's cap of {} bytes, policy key results.max_bytes)",
+        text.len(),
+        results.max_bytes
+    );
+    let keep = usize::try_from(results.max_bytes)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(note.len());
+    let mut end = keep.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    r.content = vec![ContentBlock::text(format!("{}{note}", &text[..end]))];
 }
 
 /// Shape a failure the model can act on.
@@ -330,6 +363,28 @@ mod tests {
                 .unwrap()
                 .starts_with("Call t again with narrower arguments")
         );
+    }
+
+    #[test]
+    fn an_error_over_the_cap_keeps_its_beginning_and_says_it_was_cut() {
+        let message = format!("Do this first. {}", "é".repeat(5000));
+        let r = result(answer::<Lines>(
+            "t",
+            Err(ToolError::new(message.clone())),
+            &Shaping { max_bytes: 4096 },
+        ));
+        assert_eq!(r.is_error, Some(true));
+        let t = text(&r);
+        assert!(t.len() <= 4096, "{}", t.len());
+        assert!(t.starts_with("Do this first. éé"), "{t}");
+        assert!(t.ends_with("policy key results.max_bytes)"), "{t}");
+        // Under the cap an error is untouched.
+        let r = result(answer::<Lines>(
+            "t",
+            Err(ToolError::new("short")),
+            &Shaping { max_bytes: 4096 },
+        ));
+        assert_eq!(text(&r), "short");
     }
 
     #[test]
