@@ -38,7 +38,7 @@ pub mod watchdog;
 pub use detect::{is_placeholder, looks_opaque};
 pub use mask::mask_key;
 pub use paths::{PathError, Workspace};
-pub use policy::{ConfirmMode, GuardAction, GuardPolicy, Policy, PolicyError};
+pub use policy::{ConfirmMode, GuardAction, GuardPolicy, Policy, PolicyError, ResultsPolicy};
 pub use redact::{REDACTED, Redactor};
 pub use secret_guard::{
     EnvEntry, KnownSecrets, SecretFinding, SecretGuard, SecretKind, name_says_secret,

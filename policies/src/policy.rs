@@ -183,6 +183,38 @@ pub struct UploadPolicy {
 
 // ---- end hardening block ---------------------------------------------------------------------
 
+/// `[results]`: how large a tool's answer may be (issue 19). A default answer aims at 4 KB; this
+/// is the hard cap past which an answer is never sent whole.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResultsPolicy {
+    /// Most bytes of a result's text block (the summary line and the compact JSON of the
+    /// structured content, which it repeats).
+    pub max_bytes: u64,
+}
+
+impl ResultsPolicy {
+    pub const DEFAULT_MAX_BYTES: u64 = 16 * 1024;
+    /// Below this the compact answer that replaces a cut one (its summary and how to get the
+    /// rest) could itself be cut.
+    pub const MIN_MAX_BYTES: u64 = 4 * 1024;
+    /// The transports' request body cap; a larger answer would not help any client.
+    pub const MAX_MAX_BYTES: u64 = 1024 * 1024;
+
+    /// Whether an answer of `bytes` may be sent whole.
+    pub fn admits(&self, bytes: usize) -> bool {
+        u64::try_from(bytes).is_ok_and(|b| b <= self.max_bytes)
+    }
+}
+
+impl Default for ResultsPolicy {
+    fn default() -> Self {
+        ResultsPolicy {
+            max_bytes: ResultsPolicy::DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
 /// The policy. Every field has a safe default; `Policy::default()` is what runs with no file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -227,6 +259,7 @@ pub struct Policy {
     pub guard: GuardPolicy,
     pub validate: ValidatePolicy,
     pub upload: UploadPolicy,
+    pub results: ResultsPolicy,
 }
 
 impl Default for Policy {
@@ -255,6 +288,7 @@ impl Default for Policy {
             guard: GuardPolicy::default(),
             validate: ValidatePolicy::default(),
             upload: UploadPolicy::default(),
+            results: ResultsPolicy::default(),
         }
     }
 }
@@ -454,7 +488,7 @@ impl Policy {
                 ));
             }
         }
-        let http_ranges: [(&str, u64, u64, u64); 3] = [
+        let ranges: [(&str, u64, u64, u64); 4] = [
             (
                 "http.header_read_timeout_s",
                 self.http.header_read_timeout_s,
@@ -473,8 +507,14 @@ impl Policy {
                 1,
                 MAX_HTTP_SESSIONS,
             ),
+            (
+                "results.max_bytes",
+                self.results.max_bytes,
+                ResultsPolicy::MIN_MAX_BYTES,
+                ResultsPolicy::MAX_MAX_BYTES,
+            ),
         ];
-        for (key, v, lo, hi) in http_ranges {
+        for (key, v, lo, hi) in ranges {
             if !(lo..=hi).contains(&v) {
                 return Err(PolicyError::key_err(
                     key,
@@ -572,5 +612,19 @@ impl Policy {
             None => true,
             Some(list) => list.iter().any(|g| g.eq_ignore_ascii_case(gpu_type)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_at_the_cap_is_sent_and_one_byte_more_is_not() {
+        let cap = ResultsPolicy::default();
+        assert!(cap.admits(0));
+        assert!(cap.admits(16 * 1024));
+        assert!(!cap.admits(16 * 1024 + 1));
+        assert!(!cap.admits(usize::MAX));
     }
 }

@@ -57,6 +57,8 @@ fn every_key_is_accepted() {
         request_timeout_s = 20
         connect_timeout_s = 5
         create_timeout_s = 180
+        [results]
+        max_bytes = 32768
     "#;
     let p = Policy::from_toml_str(text).expect("full");
     assert_eq!(p.max_active_cost_per_hour_usd, Some(50.0));
@@ -74,6 +76,24 @@ fn every_key_is_accepted() {
         ),
         (5, 64, 16)
     );
+    assert_eq!(p.results.max_bytes, 32768);
+}
+
+#[test]
+fn the_result_cap_defaults_to_16_kb_and_is_range_checked() {
+    assert_eq!(Policy::default().results.max_bytes, 16384);
+    for text in [
+        "[results]\nmax_bytes = 4095",
+        "[results]\nmax_bytes = 0",
+        "[results]\nmax_bytes = -1",
+        "[results]\nmax_bytes = 1048577",
+        "[results]\nmax_bytes = \"16k\"",
+    ] {
+        assert_eq!(key_of(text), "results.max_bytes", "{text}");
+    }
+    assert_eq!(key_of("[results]\nmax_kb = 16"), "results.max_kb");
+    let p = Policy::from_toml_str("[results]\nmax_bytes = 4096").expect("the floor");
+    assert!(p.results.admits(4096) && !p.results.admits(4097));
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod account;
 pub mod approval_page;
 mod artifacts;
 mod audit;
+mod budget;
 pub mod catalogue;
 mod checker_gate;
 mod config_tool;

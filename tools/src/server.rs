@@ -81,11 +81,11 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
                         let error = ToolError::bad_argument(format!(
                             "invalid arguments for {name}: {e}. Check the tool's input schema and call again."
                         ));
-                        return reply::answer::<O>(Err(error), state.redactor());
+                        return reply::answer::<O>(name, Err(error), &*state);
                     }
                 };
-                let redactor_state = state.clone();
-                reply::answer(f(state, parsed, call).await, redactor_state.redactor())
+                let shaping = state.clone();
+                reply::answer(name, f(state, parsed, call).await, &*shaping)
             })
         });
         ServerTool {

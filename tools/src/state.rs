@@ -307,6 +307,9 @@ impl HasRedactor for AppState {
     fn redactor(&self) -> &dyn Redact {
         &self.redactor
     }
+    fn results_policy(&self) -> factory_policies::ResultsPolicy {
+        self.policy.results
+    }
 }
 
 /// Turn a platform failure into a message the model can act on. `what` names the operation and

@@ -1,4 +1,4 @@
-//! `get_metrics`, `get_progress` and `list_checkpoints`.
+//! `get_metrics` and `get_progress`.
 use std::sync::Arc;
 
 use factory_platform::MetricsQuery;
@@ -120,95 +120,6 @@ pub(super) async fn get_progress(
             steps_with_samples: p.steps_with_samples,
             steps_with_distributions: p.steps_with_distributions,
             last_updated_at: p.last_updated_at,
-        },
-    ))
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum CheckpointStatus {
-    Ready,
-    Pending,
-    Uploading,
-    Failed,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CheckpointsArgs {
-    pub run_id: String,
-    /// Only checkpoints in this status.
-    pub status: Option<CheckpointStatus>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct CheckpointsOut {
-    pub run_id: String,
-    pub checkpoints: Vec<CheckpointItem>,
-    /// The newest READY checkpoint's step, if any.
-    pub latest_ready_step: Option<i64>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct CheckpointItem {
-    pub id: String,
-    pub step: i64,
-    pub status: String,
-    pub size_bytes: Option<u64>,
-    pub storage_url: String,
-    pub created_at: String,
-    pub uploaded_at: Option<String>,
-}
-
-pub(super) async fn list_checkpoints(
-    state: Arc<AppState>,
-    args: CheckpointsArgs,
-    _call: Call,
-) -> ToolResult<CheckpointsOut> {
-    check_id("run", &args.run_id)?;
-    let filter = args.status.map(|s| match s {
-        CheckpointStatus::Ready => "READY",
-        CheckpointStatus::Pending => "PENDING",
-        CheckpointStatus::Uploading => "UPLOADING",
-        CheckpointStatus::Failed => "FAILED",
-    });
-    let resp = state
-        .platform()?
-        .list_checkpoints(&args.run_id, filter)
-        .await
-        .map_err(|e| not_found_or(&args.run_id, "list checkpoints of run", e))?;
-    let mut checkpoints: Vec<CheckpointItem> = resp
-        .checkpoints
-        .into_iter()
-        .map(|c| CheckpointItem {
-            id: c.id,
-            step: c.step,
-            status: c.status,
-            size_bytes: c.size_bytes,
-            storage_url: c.storage_url,
-            created_at: c.created_at,
-            uploaded_at: c.uploaded_at,
-        })
-        .collect();
-    checkpoints.sort_by_key(|c| c.step);
-    let latest_ready_step = checkpoints
-        .iter()
-        .filter(|c| c.status == "READY")
-        .map(|c| c.step)
-        .max();
-    Ok(Outcome::done(
-        format!(
-            "{} checkpoint(s) of run {}{}",
-            checkpoints.len(),
-            args.run_id,
-            latest_ready_step
-                .map(|s| format!("; latest ready at step {s}"))
-                .unwrap_or_default()
-        ),
-        CheckpointsOut {
-            run_id: args.run_id,
-            checkpoints,
-            latest_ready_step,
         },
     ))
 }

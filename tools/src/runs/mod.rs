@@ -1,8 +1,9 @@
 //! The runs toolset, one module per concern: listing and reading runs (here), logs and their
-//! follow cursor (`logs`), metrics, progress and checkpoints (`metrics`), the RL signals
-//! (`rollouts`), waiting (`watch`), diagnosis (`diagnose`) and the end-of-run report
-//! (`report`). Bounded, paginated, redacted on the way out.
+//! follow cursor (`logs`), metrics and progress (`metrics`), checkpoints and their paging
+//! (`checkpoints`), the RL signals (`rollouts`), waiting (`watch`), diagnosis (`diagnose`) and
+//! the end-of-run report (`report`). Bounded, paginated, redacted on the way out.
 
+mod checkpoints;
 mod diagnose;
 mod logs;
 mod metrics;
@@ -39,7 +40,7 @@ pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
         ServerTool::new(&catalogue::GET_LOGS, logs::get_logs),
         ServerTool::new(&catalogue::GET_METRICS, metrics::get_metrics),
         ServerTool::new(&catalogue::GET_PROGRESS, metrics::get_progress),
-        ServerTool::new(&catalogue::LIST_CHECKPOINTS, metrics::list_checkpoints),
+        ServerTool::new(&catalogue::LIST_CHECKPOINTS, checkpoints::list_checkpoints),
         ServerTool::new(&catalogue::GET_ROLLOUTS, rollouts::get_rollouts),
         ServerTool::new(&catalogue::GET_DISTRIBUTIONS, rollouts::get_distributions),
         ServerTool::new(&catalogue::WATCH_RUN, watch::watch_run),

@@ -21,6 +21,12 @@ use crate::{
 
 use crate::artifacts::{checkpoint_volume_dir, run_scope};
 
+use super::checkpoints::{self, Paging};
+
+/// Checkpoints a report lists by default (the newest): the rest of the report fits beside them
+/// in 4 KB.
+const REPORT_CHECKPOINTS: u32 = 5;
+
 /// Most trace pages `run_report` reads to count traces.
 const TRACE_COUNT_PAGES: usize = 20;
 
@@ -35,6 +41,19 @@ pub struct RunReportArgs {
     pub checkpoints_dir: Option<String>,
     /// Workspace directory fetch_traces wrote into, to say which traces are local.
     pub traces_dir: Option<String>,
+    /// Page of the checkpoint list, from 1 (default 1: the newest).
+    #[schemars(range(min = 1))]
+    pub checkpoints_page: Option<u32>,
+    /// Checkpoints listed per page, 1 to 100 (default 5).
+    #[schemars(range(min = 1, max = 100))]
+    pub checkpoints_limit: Option<u32>,
+}
+
+/// Which page of a run's checkpoints a report lists (newest first).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckpointPage {
+    pub page: Option<u32>,
+    pub limit: Option<u32>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -161,7 +180,11 @@ pub struct RunReport {
     pub volume_run_dir: Option<String>,
     pub usage: Option<ReportUsage>,
     pub usage_note: Option<String>,
+    /// One page of the run's checkpoints, newest first (`checkpoints_paging` says which).
     pub checkpoints: Vec<ReportCheckpoint>,
+    pub checkpoints_paging: Paging,
+    /// How many of all the run's checkpoints are complete in `checkpoints_dir`.
+    pub checkpoints_local: usize,
     pub outputs_synced: bool,
     pub traces: ReportTraces,
     pub wandb_project: Option<String>,
@@ -174,31 +197,44 @@ pub(super) async fn run_report(
     args: RunReportArgs,
     _call: Call,
 ) -> ToolResult<RunReport> {
+    if args.checkpoints_page == Some(0) || args.checkpoints_limit == Some(0) {
+        return Err(ToolError::bad_argument(
+            "`checkpoints_page` and `checkpoints_limit` start at 1: call run_report again without them for the newest checkpoints.",
+        ));
+    }
     let report = build_report(
         &state,
         &args.run_id,
         args.checkpoints_dir.as_deref(),
         args.traces_dir.as_deref(),
+        CheckpointPage {
+            page: args.checkpoints_page,
+            limit: args.checkpoints_limit,
+        },
     )
     .await?;
-    Ok(Outcome::done(report_summary(&report), report))
+    let smaller = serde_json::json!({"run_id": report.run_id, "checkpoints_limit": 1});
+    Ok(Outcome::done(report_summary(&report), report).with_rest(format!(
+        "Call run_report {smaller} for the newest checkpoint only; list_checkpoints pages through them all."
+    )))
 }
 
 /// The one-line summary of a report.
 pub fn report_summary(r: &RunReport) -> String {
-    let local = r
-        .checkpoints
-        .iter()
-        .filter(|c| c.local_dir.is_some())
-        .count();
     format!(
-        "Run {} {}: {} of {} steps, {} checkpoint(s) ({} local), {} trace(s){}",
+        "Run {} {}: {} of {} steps, {} checkpoint(s) ({} local; {}), {} trace(s){}",
         r.run_id,
         r.outcome,
         r.completed_steps.map_or("?".into(), |s| s.to_string()),
         r.max_steps.map_or("?".into(), |s| s.to_string()),
-        r.checkpoints.len(),
-        local,
+        r.checkpoints_paging.total,
+        r.checkpoints_local,
+        checkpoints::describe(
+            &r.checkpoints_paging,
+            r.checkpoints.len(),
+            "run_report",
+            "checkpoints_page"
+        ),
         r.traces.count,
         r.usage
             .as_ref()
@@ -250,6 +286,7 @@ pub async fn build_report(
     run_id: &str,
     checkpoints_dir: Option<&str>,
     traces_dir: Option<&str>,
+    page: CheckpointPage,
 ) -> Result<RunReport, ToolError> {
     let run = fetch_run(state, run_id).await?;
     let platform = state.platform()?;
@@ -356,6 +393,14 @@ pub async fn build_report(
             serde_json::json!({"run_id": run.id, "step": latest.step, "dest_dir": ck_arg})
         ));
     }
+    let checkpoints_local = report_cks.iter().filter(|c| c.local_dir.is_some()).count();
+    let (report_cks, checkpoints_paging) = checkpoints::newest_first(
+        report_cks,
+        |c| c.step,
+        page.page,
+        page.limit,
+        REPORT_CHECKPOINTS,
+    );
     let outputs_synced = checkpoints
         .iter()
         .all(|c| matches!(c.status.as_str(), "READY" | "FAILED"));
@@ -387,6 +432,8 @@ pub async fn build_report(
         usage,
         usage_note,
         checkpoints: report_cks,
+        checkpoints_paging,
+        checkpoints_local,
         outputs_synced,
         traces,
         wandb_project: run.wandb_project.clone(),
@@ -474,7 +521,7 @@ pub async fn report_when_synced(
 ) -> Result<RunReport, ToolError> {
     let deadline = tokio::time::Instant::now() + budget;
     loop {
-        let report = build_report(state, run_id, None, None).await?;
+        let report = build_report(state, run_id, None, None, CheckpointPage::default()).await?;
         if (report.terminal && report.outputs_synced) || tokio::time::Instant::now() >= deadline {
             return Ok(report);
         }
