@@ -455,7 +455,7 @@ mod tests {
 
     fn run(status: &str) -> RlRun {
         serde_json::from_value(serde_json::json!({
-            "id": "r1", "name": "n", "userId": "u", "teamId": null, "rftClusterId": null,
+            "id": "r1", "name": "n", "userId": "u",
             "status": status, "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
             "maxSteps": 100
         }))
