@@ -4,6 +4,7 @@
 //! (`report`). Bounded, paginated, redacted on the way out.
 
 mod diagnose;
+mod export;
 mod logs;
 mod metrics;
 pub(crate) mod report;
@@ -37,6 +38,7 @@ pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
         ServerTool::new(&catalogue::GET_RUN, get_run),
         ServerTool::new(&catalogue::GET_COMPONENTS, get_components),
         ServerTool::new(&catalogue::GET_LOGS, logs::get_logs),
+        ServerTool::new(&catalogue::EXPORT_LOGS, export::export_logs),
         ServerTool::new(&catalogue::GET_METRICS, metrics::get_metrics),
         ServerTool::new(&catalogue::GET_PROGRESS, metrics::get_progress),
         ServerTool::new(&catalogue::LIST_CHECKPOINTS, metrics::list_checkpoints),
