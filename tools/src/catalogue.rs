@@ -235,7 +235,7 @@ pub const GET_LOGS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "Run logs",
-    description: "Tail of a component's logs (orchestrator, trainer, inference or an env server), filtered by level, text or regex and time (at most the last 24 h); bounded, newest lines kept.",
+    description: "Tail of a component's logs (orchestrator, trainer, inference or an env server) as plain lines, progress folded; filter by level, text or regex, time (≤ 24 h); a cursor follows.",
 };
 
 pub const EXPORT_LOGS: ToolSpec = ToolSpec {
@@ -243,7 +243,7 @@ pub const EXPORT_LOGS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: hints(false, false, true, true),
     title: "Export logs to files",
-    description: "Write every component's logs of a run into workspace files (one per component); a later call appends only new lines. Says what the API could not reach.",
+    description: "Write a run's logs into workspace files, one per component; a later call appends only new lines and says what was out of reach.",
 };
 
 pub const GET_METRICS: ToolSpec = ToolSpec {
