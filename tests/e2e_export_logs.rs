@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Era, World, call, ok, text};
-use factory_sandbox::{ClockMode, Seed, SandboxOptions, SeedSource};
+use factory_sandbox::{ClockMode, SandboxOptions, Seed, SeedSource};
 use serde_json::{Value, json};
 
 /// The lines of an exported file.
@@ -47,11 +47,23 @@ async fn exports_while_a_run_writes_hold_every_line_exactly_once_past_one_query(
     let run = w.create_run(0, "export-busy", 3000, None).await;
     let c = w.client(0, &[], Era::Modern).await;
     let components = ["orchestrator", "trainer", "inference"];
+    // Not started: no pods, so nothing suggests an export yet.
+    let d = ok(&call(&c, "diagnose_run", json!({"run_id": run})).await);
+    assert!(!d["next_action"].to_string().contains("export_logs"), "{d}");
+    // Running: diagnose_run and run_report say to export while the pods exist.
+    w.advance(60);
+    let d = ok(&call(&c, "diagnose_run", json!({"run_id": run})).await);
+    assert!(d["next_action"].to_string().contains("export_logs"), "{d}");
+    let rep = ok(&call(&c, "run_report", json!({"run_id": run})).await);
+    assert!(
+        rep["next_calls"].to_string().contains("export_logs"),
+        "{rep}"
+    );
     let before = logs_requests(&w);
     let mut calls = 0;
     let mut last = Value::Null;
     // An assistant exports every half hour of the run's time, and once more after it ended.
-    for advance in [1800, 1800, 1800, 1800, 600] {
+    for advance in [1740, 1800, 1800, 1800, 600] {
         w.advance(advance);
         let r = call(&c, "export_logs", json!({"run_id": run})).await;
         let out = ok(&r);
@@ -75,9 +87,12 @@ async fn exports_while_a_run_writes_hold_every_line_exactly_once_past_one_query(
         assert_eq!(lines.len(), full.len(), "{comp}: lost or doubled lines");
         assert_eq!(lines, full, "{comp}: the file differs from the whole log");
         assert_eq!(f["lines"], full.len());
-        assert!(f["path"].as_str().unwrap().ends_with(&format!(
-            "factory-exports/{run}/logs/{comp}.log"
-        )));
+        assert!(
+            f["path"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("factory-exports/{run}/logs/{comp}.log"))
+        );
         assert!(f["from"].is_string() && f["to"].is_string(), "{f}");
         println!("export_logs {comp}: {} lines in {calls} calls", lines.len());
     }
@@ -117,12 +132,14 @@ async fn exports_while_a_run_writes_hold_every_line_exactly_once_past_one_query(
             .starts_with(&w.workspace_path().join("late").display().to_string())
     );
     // dest_dir stays in the workspace.
-    let e = common::err(&call(
-        &c,
-        "export_logs",
-        json!({"run_id": run, "dest_dir": "../outside"}),
-    )
-    .await);
+    let e = common::err(
+        &call(
+            &c,
+            "export_logs",
+            json!({"run_id": run, "dest_dir": "../outside"}),
+        )
+        .await,
+    );
     assert!(e.contains("dest_dir"), "{e}");
     c.cancel().await.unwrap();
 }
@@ -165,7 +182,10 @@ async fn logs_older_than_the_look_back_are_reported_as_a_gap_and_a_later_call_co
     assert!(f2["gap"].is_null(), "{f2}");
     let grown = file_lines(&w, f2["path"].as_str().unwrap());
     let full = w.sandbox.full_log(&run, Some("trainer"), None);
-    assert_eq!(f2["added"].as_u64().unwrap() as usize, grown.len() - lines.len());
+    assert_eq!(
+        f2["added"].as_u64().unwrap() as usize,
+        grown.len() - lines.len()
+    );
     assert!(grown.len() > lines.len());
     assert_eq!(grown, full[full.len() - grown.len()..]);
     assert_eq!(&grown[..lines.len()], &lines[..]);
@@ -180,7 +200,11 @@ fn old_shape_bytes(run: &str, raw: &[String]) -> usize {
         "line_count": tail.len(), "truncated": false, "note": null,
         "cursor": "lc1".to_string() + &"0".repeat(16 * 17), "possibly_missed": false,
     });
-    format!("{} orchestrator log line(s) of run {run}\n{body}", tail.len()).len()
+    format!(
+        "{} orchestrator log line(s) of run {run}\n{body}",
+        tail.len()
+    )
+    .len()
 }
 
 #[tokio::test]
@@ -201,12 +225,7 @@ async fn get_logs_answers_small_plain_lines_and_its_cursor_follows_without_loss(
     for advance in [40, 3, 90, 17, 0, 150] {
         w.advance(advance);
         loop {
-            let out = ok(&call(
-                &c,
-                "get_logs",
-                json!({"run_id": run, "cursor": cursor}),
-            )
-            .await);
+            let out = ok(&call(&c, "get_logs", json!({"run_id": run, "cursor": cursor})).await);
             assert_eq!(out["possibly_missed"], false);
             followed.extend(
                 out["lines"]
@@ -241,7 +260,9 @@ async fn get_logs_answers_small_plain_lines_and_its_cursor_follows_without_loss(
     assert!(lines.len() >= 20, "{lines:?}");
     assert!(lines.iter().all(|l| !l.starts_with('{')), "{lines:?}");
     assert!(
-        lines.iter().any(|l| l.contains(" INFO [orchestrator] Step ")),
+        lines
+            .iter()
+            .any(|l| l.contains(" INFO [orchestrator] Step ")),
         "{lines:?}"
     );
     let progress: Vec<&&str> = lines.iter().filter(|l| l.contains("PROGRESS")).collect();
@@ -263,7 +284,10 @@ async fn get_logs_answers_small_plain_lines_and_its_cursor_follows_without_loss(
         .map(|l| l.as_str().unwrap().to_string())
         .collect();
     let plain = |v: &[String]| -> Vec<String> {
-        v.iter().filter(|l| !l.contains(" PROGRESS [")).cloned().collect()
+        v.iter()
+            .filter(|l| !l.contains(" PROGRESS ["))
+            .cloned()
+            .collect()
     };
     assert_eq!(plain(&followed), plain(&all));
     let folded = |v: &[String]| -> usize {
