@@ -146,7 +146,9 @@ pub(crate) fn window(last_read: Option<DateTime<Utc>>, now: Option<DateTime<Utc>
             let since = wanted.clamp(u64::from(MIN_SINCE), u64::from(MAX_SINCE)) as u32;
             (since, wanted <= u64::from(MAX_SINCE))
         }
-        _ => (MAX_SINCE, last_read.is_none()),
+        // No record of the last read (or no platform time): the whole look-back, and no claim
+        // that it reaches back to where the file ends.
+        _ => (MAX_SINCE, false),
     }
 }
 
@@ -509,7 +511,8 @@ mod tests {
     #[test]
     fn windows_reach_back_past_the_last_read() {
         let at = |t: i64| DateTime::<Utc>::from_timestamp(t, 0);
-        assert_eq!(window(None, at(100)), (MAX_SINCE, true));
+        assert_eq!(window(None, at(100)), (MAX_SINCE, false));
+        assert_eq!(window(at(0), None), (MAX_SINCE, false));
         assert_eq!(window(at(100), at(100)), (61, true));
         assert_eq!(window(at(0), at(3600)), (3661, true));
         assert_eq!(window(at(0), at(90_000)), (MAX_SINCE, false));
