@@ -467,20 +467,26 @@ async fn following_logs_with_a_cursor_returns_every_line_once() {
     // The run writes while the assistant follows it, a few steps between calls.
     for advance in [6, 3, 4, 1, 0, 7, 2, 9, 30] {
         w.advance(advance);
-        let out = ok(&call(
-            &c,
-            "get_logs",
-            json!({"run_id": run, "component": "trainer", "cursor": cursor}),
-        )
-        .await);
-        assert_eq!(out["possibly_missed"], false);
-        seen.extend(lines_of(&out));
-        cursor = out["cursor"].as_str().unwrap().to_string();
+        // An answer is bounded (3 KB of lines by default): call again while it says more follow.
+        loop {
+            let out = ok(&call(
+                &c,
+                "get_logs",
+                json!({"run_id": run, "component": "trainer", "cursor": cursor}),
+            )
+            .await);
+            assert_eq!(out["possibly_missed"], false);
+            seen.extend(lines_of(&out));
+            cursor = out["cursor"].as_str().unwrap().to_string();
+            if out["truncated"] == false {
+                break;
+            }
+        }
     }
     let all = ok(&call(
         &c,
         "get_logs",
-        json!({"run_id": run, "component": "trainer", "tail": 5000}),
+        json!({"run_id": run, "component": "trainer", "tail": 5000, "max_bytes": 65536}),
     )
     .await);
     let all = lines_of(&all);
@@ -558,7 +564,7 @@ async fn a_bounded_follow_continues_where_it_stopped_and_a_gap_is_reported() {
     let all = lines_of(&ok(&call(
         &c,
         "get_logs",
-        json!({"run_id": run, "component": "trainer", "tail": 5000}),
+        json!({"run_id": run, "component": "trainer", "tail": 5000, "max_bytes": 65536}),
     )
     .await));
     assert_eq!(seen, all);

@@ -52,9 +52,24 @@ pub fn delete_still_valid(
     shown_name == now_name && may_delete(now_status)
 }
 
+/// Whether a run's logs can still be saved (`export_logs`): the platform reads them from the
+/// run's pods, which exist while the run is active and as long as it still lists them (its env
+/// servers); a run that never started has none, and one whose pods are gone has nothing left.
+pub fn logs_exportable(status: &RunStatus, started: bool, listed_pods: usize) -> bool {
+    started && (status.is_active() || listed_pods > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logs_are_exportable_while_pods_exist() {
+        assert!(logs_exportable(&RunStatus::Running, true, 0));
+        assert!(logs_exportable(&RunStatus::Completed, true, 2));
+        assert!(!logs_exportable(&RunStatus::Completed, true, 0));
+        assert!(!logs_exportable(&RunStatus::Queued, false, 0));
+    }
 
     #[test]
     fn only_a_running_run_is_paused_or_restarted() {

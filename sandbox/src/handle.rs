@@ -214,6 +214,22 @@ impl SandboxHandle {
             .find(|r| r["run"]["id"].as_str() == Some(id))
     }
 
+    /// Every line of one component's log now (`None`: the run's primary component), past the
+    /// API's tail and look-back limits (as `GET /_sandbox/runs/{id}/logs`).
+    pub fn full_log(
+        &self,
+        id: &str,
+        component: Option<&str>,
+        env_name: Option<&str>,
+    ) -> Vec<String> {
+        let now = self.state.clock.now();
+        self.state.with_world(|w| {
+            w.run(id)
+                .map(|r| api::full_log(r, &w.seed, now, component, env_name))
+                .unwrap_or_default()
+        })
+    }
+
     /// `POST /training/runs` requests received so far.
     pub fn create_requests(&self) -> u64 {
         self.state.with_world(|w| w.create_requests)

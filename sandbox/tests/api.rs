@@ -1029,3 +1029,45 @@ async fn the_dashboard_link_is_the_sandbox_s_own_page() {
     let page = r.text().await.unwrap();
     assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
 }
+
+// ---- logs windows (issue 19) ------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_logs_answer_is_a_time_suffix_within_the_cli_ranges_and_the_whole_log_is_inspectable() {
+    let sb = manual().await;
+    let c = Client::new(&sb, 0);
+    let id = c.create(run_body("windows", 400)).await;
+    advance(&sb, 5 + 2 * 300);
+    let whole = sb.full_log(&id, Some("trainer"), None);
+    assert!(whole.len() > 600, "{}", whole.len());
+    // The newest `tail_lines` of the lines at most `since_seconds` old: a suffix of the log.
+    let tail = logs_of(&c, &id, "&component=trainer&since_seconds=60").await;
+    let tail: Vec<&str> = tail.lines().collect();
+    assert!(!tail.is_empty() && tail.len() < whole.len());
+    assert_eq!(tail, whole[whole.len() - tail.len()..]);
+    let (s, v) = c
+        .get(&format!(
+            "/api/v1/rft/runs/{id}/logs?tail_lines=7&since_seconds=86400&component=trainer"
+        ))
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        v["logs"].as_str().unwrap().lines().collect::<Vec<_>>(),
+        whole[whole.len() - 7..]
+    );
+    // Outside the ranges the CLI sends: a validation error, like tail_lines'.
+    for bad in [
+        "tail_lines=10&since_seconds=59",
+        "tail_lines=10&since_seconds=86401",
+        "tail_lines=5001",
+    ] {
+        let (s, v) = c.get(&format!("/api/v1/rft/runs/{id}/logs?{bad}")).await;
+        assert_eq!(s, 422, "{bad}: {v}");
+    }
+    // The control route serves the same whole log.
+    let (s, v) = c
+        .get(&format!("/_sandbox/runs/{id}/logs?component=trainer"))
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(v["lines"].as_array().unwrap().len(), whole.len());
+}

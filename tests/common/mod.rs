@@ -52,9 +52,12 @@ pub struct World {
 
 impl World {
     pub async fn new() -> World {
-        let sandbox = Sandbox::start(SandboxOptions::manual_clock())
-            .await
-            .expect("sandbox starts");
+        World::with_sandbox(SandboxOptions::manual_clock()).await
+    }
+
+    /// A world whose sandbox starts with `opts` (e.g. a seed with other timings).
+    pub async fn with_sandbox(opts: SandboxOptions) -> World {
+        let sandbox = Sandbox::start(opts).await.expect("sandbox starts");
         World {
             sandbox,
             home: tempfile::tempdir().expect("tempdir"),

@@ -35,6 +35,7 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
         )
         .route("/_sandbox/runs", get(runs))
         .route("/_sandbox/runs/{id}", get(run))
+        .route("/_sandbox/runs/{id}/logs", get(run_log))
         .route("/_sandbox/stats", get(stats))
         .route("/_sandbox/requests", get(requests).delete(clear_requests))
         .route(
@@ -138,6 +139,31 @@ async fn run(State(st): S, Path(id): Path<String>) -> Response {
         .find(|r| r["run"]["id"].as_str() == Some(&id))
     {
         Some(r) => ok(r),
+        None => detail(StatusCode::NOT_FOUND, format!("Run {id} not found")),
+    }
+}
+
+/// One component's whole log (`?component=…&env_name=…`), past the API's 5,000-line tail and
+/// 24 h look-back: what a test compares an export with. An invention.
+async fn run_log(
+    State(st): S,
+    Path(id): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let now = st.now();
+    let lines = st.with_world(|w| {
+        w.run(&id).map(|r| {
+            super::full_log(
+                r,
+                &w.seed,
+                now,
+                q.get("component").map(String::as_str),
+                q.get("env_name").map(String::as_str),
+            )
+        })
+    });
+    match lines {
+        Some(lines) => ok(json!({"lines": lines})),
         None => detail(StatusCode::NOT_FOUND, format!("Run {id} not found")),
     }
 }

@@ -16,6 +16,7 @@ use crate::http::detail;
 use crate::state::AppState;
 
 pub(crate) use control::inspect_runs;
+pub(crate) use platform::full_log;
 
 pub(crate) fn router(state: Arc<AppState>) -> Router {
     Router::new()

@@ -763,6 +763,14 @@ impl LogQuery {
             ));
         }
         let since = int_param(q, "since_seconds")?;
+        // The range the CLI parses `--since` into (§5.6); the server's own check is inferred.
+        if since.is_some_and(|s| !(60..=86_400).contains(&s)) {
+            return Err(validation(
+                &["query", "since_seconds"],
+                "Input should be between 60 and 86400",
+                "less_than_equal",
+            ));
+        }
         Ok(Self {
             tail: tail as usize,
             component: Self::component(run, q, force_env)?,
@@ -836,6 +844,28 @@ impl LogQuery {
             && self.cutoff.is_none_or(|c| l.ts >= c)
             && self.matcher.as_ref().is_none_or(|m| m(&l.text))
     }
+}
+
+/// Every line of one component's log, without the tail or look-back limits (for
+/// `GET /_sandbox/runs/{id}/logs`, an invention): what a test compares an export with.
+pub(crate) fn full_log(
+    run: &Run,
+    seed: &Seed,
+    now: DateTime<Utc>,
+    component: Option<&str>,
+    env_name: Option<&str>,
+) -> Vec<String> {
+    let component = match component {
+        None | Some("") => sim::primary_component(run),
+        Some(c) => COMPONENTS.iter().find(|k| **k == c).copied().unwrap_or(""),
+    };
+    sim::logs(run, seed, now)
+        .into_iter()
+        .filter(|l| {
+            l.component == component && env_name.is_none_or(|e| l.env.as_deref() == Some(e))
+        })
+        .map(|l| l.text)
+        .collect()
 }
 
 /// 404 "not available yet" before the run starts (the CLI waits on it), else the filtered tail.

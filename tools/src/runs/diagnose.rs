@@ -209,13 +209,22 @@ pub(super) async fn diagnose_run(
         evidence: f.evidence.clone(),
         confidence: f.confidence,
     });
-    let (verdict, next_action) = verdict(
+    let (verdict, mut next_action) = verdict(
         &run,
         &status,
         looks_like_oom(&failure_texts(&run, &recent_errors)),
         &progress_state,
         latest_ready,
     );
+    let pods = components
+        .iter()
+        .filter(|c| c.component == "env-server")
+        .count();
+    if factory_policies::lifecycle::logs_exportable(&status, started, pods) {
+        next_action.push_str(&format!(
+            " While its pods exist, export_logs {{\"run_id\": \"{id}\"}} saves every component's logs to files."
+        ));
+    }
     let latest_step = progress_state.latest_step;
     let summary = format!(
         "Run {id} is {} — {verdict}{}",

@@ -1,5 +1,6 @@
-//! `get_logs`: a bounded log tail with component, level and search filters, and the follow
-//! cursor that returns only the lines after the previous answer.
+//! `get_logs`: a bounded log tail with component, level and search filters, each entry one
+//! plain line (time, level, component, message) with progress records folded into one, and
+//! the follow cursor that returns only the lines after the previous answer.
 use std::sync::Arc;
 
 use factory_platform::{LogComponent, LogsQuery, PlatformError};
@@ -9,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use crate::{
     error::ToolError,
     reply::{Outcome, ToolResult},
-    run_view::bound_lines,
     server::Call,
     state::{AppState, check_id, platform_error},
 };
@@ -48,6 +48,15 @@ impl Level {
 /// Largest `tail` accepted, as the platform's own limit.
 pub const MAX_TAIL: u32 = 5000;
 
+/// Lines read by default: enough to see what a run is doing, small enough to afford.
+pub const DEFAULT_TAIL: u32 = 50;
+
+/// Bytes of rendered lines in a default answer, so the whole answer stays within ~4 KB.
+pub const DEFAULT_LINE_BYTES: usize = 3000;
+
+/// Longest rendered line (characters); a longer message is cut with `…`.
+const LINE_CHARS: usize = 400;
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogsArgs {
@@ -56,7 +65,7 @@ pub struct LogsArgs {
     pub component: Option<Component>,
     /// Environment name for env-server logs (implies component env-server).
     pub env: Option<String>,
-    /// Lines from the end, 1 to 5000 (default 200).
+    /// Lines from the end, 1 to 5000 (default 50).
     #[schemars(range(min = 1, max = 5000))]
     pub tail: Option<u32>,
     /// Only lines from this long ago: seconds, or a number with s/m/h/d, from 60 s to 24 h (e.g. 900, 15m, 1h, 24h, 1d).
@@ -66,7 +75,7 @@ pub struct LogsArgs {
     pub regex: Option<bool>,
     /// Only lines at this level.
     pub level: Option<Level>,
-    /// Most bytes of log text to return, newest lines kept (default and maximum 65536).
+    /// Most bytes of lines to return (default 3000, maximum 65536).
     #[schemars(range(min = 1024, max = 65536))]
     pub max_bytes: Option<u32>,
     /// The `cursor` of a previous answer (same component and filters): only newer lines.
@@ -79,6 +88,7 @@ pub struct LogsOut {
     pub component: String,
     /// `ok`, or `not_started` when the run has no logs yet (it is queued or starting).
     pub state: String,
+    /// One per entry: `HH:MM:SS LEVEL [component] message`; progress records folded into one.
     pub lines: Vec<String>,
     pub line_count: usize,
     /// Lines left out to fit max_bytes (with a cursor: the newest, given by the next call).
@@ -127,9 +137,11 @@ pub(super) async fn get_logs(
         ));
     }
     // Following needs a window wide enough to overlap what was seen: the CLI's default, 1000.
-    let tail = args
-        .tail
-        .unwrap_or(if args.cursor.is_some() { 1000 } else { 200 });
+    let tail = args.tail.unwrap_or(if args.cursor.is_some() {
+        1000
+    } else {
+        DEFAULT_TAIL
+    });
     if !(1..=MAX_TAIL).contains(&tail) {
         return Err(ToolError::new(format!(
             "`tail` must be between 1 and {MAX_TAIL}; got {tail}"
@@ -139,8 +151,8 @@ pub(super) async fn get_logs(
     let max_bytes = args
         .max_bytes
         .map(|b| b as usize)
-        .unwrap_or(state.limits.log_bytes)
-        .clamp(1024, state.limits.log_bytes);
+        .unwrap_or(DEFAULT_LINE_BYTES.min(state.limits.log_bytes))
+        .clamp(1024, state.limits.log_bytes.max(1024));
     let (wire_component, name) = match component {
         Component::Orchestrator => (LogComponent::Orchestrator, "orchestrator"),
         Component::Trainer => (LogComponent::Trainer, "trainer"),
@@ -183,7 +195,7 @@ pub(super) async fn get_logs(
             // Redacted before anything else, so the cursor's hashes never see a secret.
             let text = state.redactor.redact(&resp.logs).into_owned();
             let (lines, truncated, next, possibly_missed) =
-                select_lines(&text, cursor, max_bytes, &query_parts);
+                select_lines(&text, cursor, max_bytes, &query_parts, name);
             let following = args.cursor.is_some();
             let summary = format!(
                 "{} {}{name} log line(s) of run {}{}{}",
@@ -259,40 +271,193 @@ fn component_of(args: &LogsArgs) -> Result<Component, ToolError> {
     }
 }
 
-/// The lines to answer with, whether some were left out, the cursor after them, and whether
-/// lines may have been missed. Without a cursor: the newest lines that fit. With one: the
-/// oldest unseen lines first, so a later call continues where this one stops.
+/// The lines to answer with (rendered), whether some were left out, the cursor after them, and
+/// whether lines may have been missed. Without a cursor: the newest lines that fit. With one:
+/// the oldest unseen lines first, so a later call continues where this one stops. The cursor
+/// counts raw lines, so folding progress records loses none for the next call.
 fn select_lines(
     text: &str,
     cursor: Option<LogCursor>,
     max_bytes: usize,
     query_parts: &[&str],
+    component: &str,
 ) -> (Vec<String>, bool, LogCursor, bool) {
+    let all: Vec<&str> = text.lines().collect();
+    let rendered: Vec<Entry> = all.iter().map(|l| render_line(l, component)).collect();
     match cursor {
         None => {
-            let (lines, truncated) = bound_lines(text, max_bytes);
+            let from = fit_from_end(&rendered, max_bytes);
             let mut next = LogCursor::new(query_parts);
-            next.advance(&lines);
-            (lines, truncated, next, false)
+            next.advance(&all[from..]);
+            (fold_progress(&rendered[from..]), from > 0, next, false)
         }
         Some(mut c) => {
-            let all: Vec<String> = text.lines().map(str::to_string).collect();
             let (from, overlapped) = c.unseen_from(&all);
-            let mut used = 0usize;
-            let mut lines = Vec::new();
-            for line in &all[from..] {
-                let cost = line.len() + 1;
-                if used + cost > max_bytes && !lines.is_empty() {
-                    break;
-                }
-                used += cost;
-                lines.push(line.clone());
-            }
-            let truncated = from + lines.len() < all.len();
-            c.advance(&lines);
-            (lines, truncated, c, !overlapped)
+            let to = fit_forward(&rendered, from, max_bytes);
+            c.advance(&all[from..to]);
+            (
+                fold_progress(&rendered[from..to]),
+                to < all.len(),
+                c,
+                !overlapped,
+            )
         }
     }
+}
+
+/// Reserve for the count a folded progress line carries.
+const FOLD_SUFFIX: usize = 32;
+
+/// What one rendered entry costs in an answer: its bytes, or nothing for a progress record
+/// after the first one in the answer (they fold into one line).
+fn cost(e: &Entry, progress_seen: &mut bool) -> usize {
+    if e.progress {
+        if *progress_seen {
+            return 0;
+        }
+        *progress_seen = true;
+        return e.text.len() + 1 + FOLD_SUFFIX;
+    }
+    e.text.len() + 1
+}
+
+/// Where the newest entries that fit in `max_bytes` begin (at least one entry when any).
+fn fit_from_end(entries: &[Entry], max_bytes: usize) -> usize {
+    let mut used = 0usize;
+    let mut seen = false;
+    let mut from = entries.len();
+    while from > 0 {
+        let c = cost(&entries[from - 1], &mut seen);
+        if used + c > max_bytes && from < entries.len() {
+            break;
+        }
+        used += c;
+        from -= 1;
+    }
+    from
+}
+
+/// Where the oldest entries from `from` that fit in `max_bytes` end (at least one when any).
+fn fit_forward(entries: &[Entry], from: usize, max_bytes: usize) -> usize {
+    let mut used = 0usize;
+    let mut seen = false;
+    let mut to = from;
+    while to < entries.len() {
+        let c = cost(&entries[to], &mut seen);
+        if used + c > max_bytes && to > from {
+            break;
+        }
+        used += c;
+        to += 1;
+    }
+    to
+}
+
+/// One log line as an assistant reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) text: String,
+    /// A `"type": "progress"` record (the CLI hides these; here they fold into one line).
+    pub(crate) progress: bool,
+}
+
+/// Renders a raw (already redacted) line: a JSON record with `timestamp`, `level` and `message`
+/// as `HH:MM:SS LEVEL [tag] message` (an exception's last line appended), another line as
+/// `[component] text` with escape sequences removed. The result is one bounded line with
+/// control, bidi and invisible characters neutralised.
+pub(crate) fn render_line(raw: &str, component: &str) -> Entry {
+    let body = strip_ansi(raw.trim_end());
+    let record = body
+        .trim_start()
+        .starts_with('{')
+        .then(|| serde_json::from_str::<serde_json::Value>(body.trim()).ok())
+        .flatten()
+        .filter(|v| {
+            v.get("timestamp").is_some_and(|t| t.is_string())
+                && v.get("level").is_some_and(|l| l.is_string())
+        });
+    let (text, progress) = match record {
+        Some(v) => {
+            let time = v["timestamp"].as_str().map(clock_time).unwrap_or_default();
+            let level = v["level"].as_str().unwrap_or("");
+            let tag = v.get("tag").and_then(|t| t.as_str()).unwrap_or(component);
+            if v.get("type").and_then(|t| t.as_str()) == Some("progress") {
+                let of = match (v.get("step"), v.get("total")) {
+                    (Some(s), Some(t)) => format!("step {s}/{t}"),
+                    (Some(s), None) => format!("step {s}"),
+                    _ => String::new(),
+                };
+                (format!("{time} PROGRESS [{tag}] {of}"), true)
+            } else {
+                let message = match v.get("message") {
+                    Some(serde_json::Value::String(m)) => m.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                let mut line = format!("{time} {level} [{tag}] {message}");
+                if let Some(exc) = v.get("exception").and_then(|e| e.as_str())
+                    && let Some(last) = exc.lines().rev().find(|l| !l.trim().is_empty())
+                {
+                    line.push_str(" | exception: ");
+                    line.push_str(last.trim());
+                }
+                (line, false)
+            }
+        }
+        None => (format!("[{component}] {body}"), false),
+    };
+    Entry {
+        text: factory_policies::untrusted::one_line(&text, LINE_CHARS),
+        progress,
+    }
+}
+
+/// `HH:MM:SS` of an ISO-8601 timestamp (the CLI's rendering), else the text cut short.
+fn clock_time(ts: &str) -> String {
+    match ts.split_once('T') {
+        Some((_, t)) if t.len() >= 8 && t.is_char_boundary(8) => t[..8].to_string(),
+        _ => ts.chars().take(19).collect(),
+    }
+}
+
+/// The line without ANSI escape sequences (CSI `ESC [ … final`, and a lone ESC dropped).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if it.peek() == Some(&'[') {
+            it.next();
+            for d in it.by_ref() {
+                if ('@'..='~').contains(&d) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The entries as answer lines: every progress record folds into one line, at the place of
+/// the newest, with the count when more than one.
+pub(crate) fn fold_progress(entries: &[Entry]) -> Vec<String> {
+    let count = entries.iter().filter(|e| e.progress).count();
+    let last = entries.iter().rposition(|e| e.progress);
+    entries
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| !e.progress || Some(*i) == last)
+        .map(|(_, e)| {
+            if e.progress && count > 1 {
+                format!("{} ({count} progress records folded)", e.text)
+            } else {
+                e.text.clone()
+            }
+        })
+        .collect()
 }
 
 // ---- the get_logs follow cursor -------------------------------------------------------------
@@ -369,12 +534,12 @@ impl LogCursor {
     /// tail still overlaps what was seen (false: lines may have been missed in between). The
     /// API only returns tails, so this finds the overlap as the CLI's follow does: the earliest
     /// place where the remembered last lines end; else a tail that starts inside them.
-    pub fn unseen_from(&self, lines: &[String]) -> (usize, bool) {
+    pub fn unseen_from<S: AsRef<str>>(&self, lines: &[S]) -> (usize, bool) {
         let k = self.seen.len();
         if k == 0 || lines.is_empty() {
             return (0, true);
         }
-        let h: Vec<u64> = lines.iter().map(|l| fnv(&[l])).collect();
+        let h: Vec<u64> = lines.iter().map(|l| fnv(&[l.as_ref()])).collect();
         if let Some(j) = (k..=h.len()).find(|&j| h[j - k..j] == self.seen[..]) {
             return (j, true);
         }
@@ -387,9 +552,10 @@ impl LogCursor {
         (0, false)
     }
 
-    /// Remember `returned` as the newest lines seen.
-    pub fn advance(&mut self, returned: &[String]) {
-        self.seen.extend(returned.iter().map(|l| fnv(&[l])));
+    /// Remember `returned` (raw lines) as the newest lines seen.
+    pub fn advance<S: AsRef<str>>(&mut self, returned: &[S]) {
+        self.seen
+            .extend(returned.iter().map(|l| fnv(&[l.as_ref()])));
         let extra = self.seen.len().saturating_sub(CURSOR_LINES);
         self.seen.drain(..extra);
     }
@@ -437,6 +603,55 @@ mod tests {
         // Another query's cursor is refused.
         assert!(LogCursor::parse(&c.encode(), &["run", "trainer"]).is_err());
         assert!(LogCursor::parse("lc1zz", &q).is_err());
+    }
+
+    #[test]
+    fn entries_read_as_one_plain_line_each() {
+        let e = render_line(
+            r#"{"timestamp":"2026-12-01T10:11:12.345Z","level":"INFO","message":"Step 3 | loss 1.2","tag":"trainer","step":3}"#,
+            "trainer",
+        );
+        assert_eq!(e.text, "10:11:12 INFO [trainer] Step 3 | loss 1.2");
+        assert!(!e.progress);
+        let e = render_line(
+            r#"{"timestamp":"2026-12-01T10:11:12Z","level":"ERROR","message":"boom","exception":"Traceback\n  x\nOOM: out of memory\n"}"#,
+            "trainer",
+        );
+        assert_eq!(
+            e.text,
+            "10:11:12 ERROR [trainer] boom | exception: OOM: out of memory"
+        );
+        // A plain line keeps its text, with escape sequences and bidi controls neutralised.
+        let e = render_line("\u{1b}[31mred\u{1b}[0m \u{202e}txt\nmore", "inference");
+        assert_eq!(e.text, "[inference] red ?txt more");
+        let long = render_line(&"x".repeat(5000), "trainer");
+        assert!(long.text.chars().count() <= LINE_CHARS + 1);
+    }
+
+    #[test]
+    fn progress_records_fold_into_the_newest_with_their_count() {
+        let p = |k: u32| {
+            format!(
+                r#"{{"timestamp":"2026-12-01T10:00:0{k}Z","level":"INFO","type":"progress","step":{k},"total":9}}"#
+            )
+        };
+        let raw = [p(1), "plain".to_string(), p(2), p(3)];
+        let entries: Vec<Entry> = raw.iter().map(|l| render_line(l, "orchestrator")).collect();
+        assert_eq!(
+            fold_progress(&entries),
+            vec![
+                "[orchestrator] plain".to_string(),
+                "10:00:03 PROGRESS [orchestrator] step 3/9 (3 progress records folded)".to_string()
+            ]
+        );
+        // The cursor still counts every raw line: a follow-up sees none of them again.
+        let q = ["run", "orchestrator"];
+        let (lines, truncated, cursor, _) =
+            select_lines(&raw.join("\n"), None, 4096, &q, "orchestrator");
+        assert_eq!((lines.len(), truncated), (2, false));
+        let (again, _, _, missed) =
+            select_lines(&raw.join("\n"), Some(cursor), 4096, &q, "orchestrator");
+        assert!(again.is_empty() && !missed);
     }
 
     #[test]

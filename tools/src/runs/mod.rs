@@ -5,6 +5,7 @@
 
 mod checkpoints;
 mod diagnose;
+mod export;
 mod logs;
 mod metrics;
 pub(crate) mod report;
@@ -38,6 +39,7 @@ pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
         ServerTool::new(&catalogue::GET_RUN, get_run),
         ServerTool::new(&catalogue::GET_COMPONENTS, get_components),
         ServerTool::new(&catalogue::GET_LOGS, logs::get_logs),
+        ServerTool::new(&catalogue::EXPORT_LOGS, export::export_logs),
         ServerTool::new(&catalogue::GET_METRICS, metrics::get_metrics),
         ServerTool::new(&catalogue::GET_PROGRESS, metrics::get_progress),
         ServerTool::new(&catalogue::LIST_CHECKPOINTS, checkpoints::list_checkpoints),

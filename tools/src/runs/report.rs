@@ -412,6 +412,21 @@ pub async fn build_report(
             serde_json::json!({"run_id": run.id, "dest_dir": traces_dir.map(str::to_string).unwrap_or_else(|| format!("traces/{}", run.id))})
         ));
     }
+    let pods = platform
+        .list_env_servers(&run.id)
+        .await
+        .map(|s| s.env_servers.len())
+        .unwrap_or(0);
+    if factory_policies::lifecycle::logs_exportable(
+        &run.run_status(),
+        run.started_at.is_some(),
+        pods,
+    ) {
+        next_calls.push(format!(
+            "export_logs {}",
+            serde_json::json!({"run_id": run.id})
+        ));
+    }
     Ok(RunReport {
         dashboard_url: platform.settings().run_dashboard_url(&run.id),
         run_id: run.id.clone(),
