@@ -70,6 +70,8 @@ const PLAYBOOK: &[(&str, &str)] = &[
     ("list_checkpoints", r#"{"run_id": "$RUN"}"#),
     ("list_volumes", "{}"),
     ("diagnose_run", r#"{"run_id": "$RUN"}"#),
+    // The playbook's "export needed component logs while pods still exist".
+    ("export_logs", r#"{"run_id": "$RUN"}"#),
     ("run_report", r#"{"run_id": "$RUN"}"#),
 ];
 
