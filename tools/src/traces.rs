@@ -45,7 +45,8 @@ pub enum TraceKind {
     Eval,
 }
 
-/// Outcome of a trace (`score.outcome`), as the traces service filters it.
+// A trace's `score.outcome`, as the traces service filters it (no doc comment: it would become
+// the argument's description in tools/list).
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum TraceOutcome {
@@ -73,7 +74,7 @@ pub struct ListTracesArgs {
     /// Only traces of this training step.
     #[schemars(range(min = 0))]
     pub step: Option<i64>,
-    /// Only traces with (true) or without (false) an error.
+    /// Traces with (true) or without (false) an error.
     pub has_error: Option<bool>,
     pub outcome: Option<TraceOutcome>,
     pub reward_min: Option<f64>,
@@ -81,10 +82,10 @@ pub struct ListTracesArgs {
     /// e.g. reverse-text
     pub environment_id: Option<String>,
     pub task_id: Option<String>,
-    /// Traces per page, 1 to 100 (default 10; traces, also with `step`).
+    /// Traces per page, 1 to 100 (default 10).
     #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
-    /// `next_cursor` of the previous page (same run, kind, step, filters).
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
 }
 
@@ -688,10 +689,10 @@ pub struct FetchTracesArgs {
     /// Only traces of this training step.
     #[schemars(range(min = 0))]
     pub step: Option<i64>,
-    /// Most traces this call fetches (default 5000, at most 20000).
+    /// Most traces fetched (default 5000).
     #[schemars(range(min = 1, max = 20000))]
     pub limit: Option<u32>,
-    /// `next_cursor` of the previous call: fetch the rest.
+    /// `next_cursor` of the previous call.
     pub cursor: Option<String>,
 }
 
