@@ -446,3 +446,115 @@ async fn default_trace_answers_stay_small_at_600_traces() {
     assert!(f <= 4096, "fetch_traces answered {f} bytes");
     c.cancel().await.unwrap();
 }
+
+/// The official `prime` CLI, when the interop peers are installed (`FACTORY_MCP_INTEROP_DIR`);
+/// `None` after a skip note, except under CI, where it is a failure.
+fn prime_cli() -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("FACTORY_MCP_INTEROP_DIR")
+        .map(|d| std::path::PathBuf::from(d).join("venv/bin/prime"))
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v.is_empty() || v == "false" || v == "0"),
+            "CI is set but the prime CLI is missing: run scripts/setup-interop.sh and export FACTORY_MCP_INTEROP_DIR"
+        );
+        eprintln!(
+            "SKIP: prime CLI not found (set FACTORY_MCP_INTEROP_DIR; see scripts/setup-interop.sh)"
+        );
+    }
+    found
+}
+
+/// Every trace id `prime traces list --run-id <run> <flags> -o json` lists, page by page.
+async fn cli_ids(
+    bin: &std::path::Path,
+    w: &World,
+    home: &std::path::Path,
+    run: &str,
+    flags: &[&str],
+) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..50 {
+        let mut args: Vec<String> = [
+            "traces", "list", "--run-id", run, "--limit", "100", "-o", "json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(flags.iter().map(|s| s.to_string()));
+        if let Some(c) = &cursor {
+            args.extend(["--cursor".to_string(), c.clone()]);
+        }
+        let run = tokio::process::Command::new(bin)
+            .args(&args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("PRIME_API_BASE_URL", w.sandbox.base_url())
+            .env("PRIME_TRACES_URL", w.sandbox.base_url())
+            .env("PRIME_API_KEY", w.key(0))
+            .env("PRIME_DISABLE_VERSION_CHECK", "1")
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let o = tokio::time::timeout(std::time::Duration::from_secs(120), run)
+            .await
+            .expect("prime answers within 120 s")
+            .expect("prime runs");
+        assert!(
+            o.status.success(),
+            "prime {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        out.extend(ids(v["items"].as_array().unwrap()));
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return out,
+        }
+    }
+    panic!("the CLI's listing never ended");
+}
+
+/// Interop: `list_traces` finds what `prime traces list` finds with the same filters, both
+/// against the sandbox, so the tool, the CLI and the simulated service agree on the wire.
+#[tokio::test]
+async fn list_traces_agrees_with_the_prime_cli_filter_by_filter() {
+    let Some(bin) = prime_cli() else { return };
+    let w = World::new().await;
+    let run = flaky_run(&w, "flaky-interop", 20).await;
+    w.advance(secs_for(20));
+    let c = w.client(0, &[], Era::Modern).await;
+    let home = tempfile::tempdir().unwrap();
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (json!({}), vec![]),
+        (json!({"has_error": true}), vec!["--has-error"]),
+        (json!({"has_error": false}), vec!["--no-has-error"]),
+        (json!({"outcome": "success"}), vec!["--outcome", "success"]),
+        (json!({"outcome": "error"}), vec!["--outcome", "error"]),
+        (
+            json!({"reward_min": 0.3, "reward_max": 0.8}),
+            vec!["--reward-min", "0.3", "--reward-max", "0.8"],
+        ),
+        (
+            json!({"environment_id": "alphabet-sort"}),
+            vec!["--environment-id", "alphabet-sort"],
+        ),
+        (
+            json!({"task_id": "task-014"}),
+            vec!["--task-id", "task-014"],
+        ),
+    ];
+    for (filter, flags) in cases {
+        let mut args = filter.clone();
+        args["run_id"] = json!(run);
+        args["limit"] = json!(100);
+        let (ours, _) = all_pages(&c, args).await;
+        let theirs = cli_ids(&bin, &w, home.path(), &run, &flags).await;
+        assert_eq!(ids(&ours), theirs, "{filter} vs prime {flags:?}");
+        eprintln!("{filter}: {} trace(s), as the CLI lists", theirs.len());
+    }
+    c.cancel().await.unwrap();
+}
