@@ -80,7 +80,7 @@ fn has_upload_gap(run: &Run) -> bool {
 
 /// The steps whose train traces an `upload-gap` run never uploaded: 6-8 and every 13th.
 pub(crate) fn upload_lost(k: u32) -> bool {
-    (6..=8).contains(&k) || k % 13 == 0
+    (6..=8).contains(&k) || k.is_multiple_of(13)
 }
 
 /// A run with many failed rollouts (name contains `flaky`).
@@ -230,4 +230,15 @@ pub(crate) fn episode_document(episode_id: &str, members: &[&TraceRec]) -> Value
         "created_at": first.map(|r| r.summary.created_at.clone()),
         "traces": members.iter().map(|r| r.summary.trace_id.clone()).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upload_gap_loses_steps_6_to_8_and_every_13th() {
+        let lost: Vec<u32> = (1..=40).filter(|&k| upload_lost(k)).collect();
+        assert_eq!(lost, vec![6, 7, 8, 13, 26, 39]);
+    }
 }

@@ -152,6 +152,8 @@ const EPISODE_PAGE: u32 = 20;
 const MAX_EPISODES_PER_PAGE: usize = 100;
 /// Pages of one episode's traces read at most (100 each).
 const MAX_EPISODE_TRACE_PAGES: usize = 10;
+/// Pages in a row without a trace after which `fetch_traces` stops listing (cursor given).
+const MAX_EMPTY_PAGES: usize = 20;
 /// The manifest `fetch_traces` keeps in its destination.
 const MANIFEST: &str = "traces-manifest.jsonl";
 /// The largest manifest read back when merging.
@@ -823,18 +825,18 @@ pub(crate) async fn fetch_traces(
     };
     let mut all: Vec<TraceSummary> = Vec::new();
     let mut next = Some(start.pos.clone());
-    while all.len() < cap {
+    // Pages that bring nothing (filters in a step, or a service that keeps answering empty
+    // pages with a cursor) end the call after a while; the cursor still continues.
+    let mut empty_pages = 0;
+    while all.len() < cap && empty_pages < MAX_EMPTY_PAGES {
         let Some(pos) = next.take() else { break };
         let (items, after) = pager
             .page((cap - all.len()).min(100), pos)
             .await
             .map_err(|e| trace_error(&args.run_id, e))?;
-        let empty = items.is_empty();
+        empty_pages = if items.is_empty() { empty_pages + 1 } else { 0 };
         all.extend(items);
         next = after;
-        if empty && next.is_none() {
-            break;
-        }
     }
 
     let count = all.len();
@@ -982,10 +984,13 @@ pub(crate) async fn fetch_traces(
         },
         if out.cancelled {
             "; cancelled: call again with cursor = next_cursor to resume".to_string()
-        } else if out.next_cursor.is_some() {
+        } else if out.next_cursor.is_some() && count >= cap {
             format!(
                 "; stopped at the cap of {cap}: call again with cursor = next_cursor for the rest"
             )
+        } else if out.next_cursor.is_some() {
+            "; stopped after pages without traces: call again with cursor = next_cursor for the rest"
+                .to_string()
         } else {
             String::new()
         }

@@ -47,7 +47,7 @@ fn hex(s: &str) -> String {
 }
 
 fn unhex(s: &str) -> Option<String> {
-    if s.len() % 2 != 0 || s.len() > 2 * MAX_INNER {
+    if !s.len().is_multiple_of(2) || s.len() > 2 * MAX_INNER {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..s.len() / 2)
