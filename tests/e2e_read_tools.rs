@@ -154,11 +154,20 @@ async fn fetch_traces_writes_byte_exact_files_and_resumes() {
     let listed = first["listed"].as_u64().unwrap();
     assert!(listed > 0);
     assert_eq!(first["downloaded"].as_u64().unwrap(), listed);
-    // Each file equals the raw document the platform serves, byte for byte.
+    // Each file the manifest lists equals the raw document the platform serves, byte for byte.
     let http = reqwest::Client::new();
-    for f in first["files"].as_array().unwrap() {
+    let manifest = std::fs::read_to_string(first["manifest"].as_str().unwrap()).unwrap();
+    assert_eq!(manifest.lines().count() as u64, listed);
+    for line in manifest.lines() {
+        let f: Value = serde_json::from_str(line).unwrap();
         let id = f["trace_id"].as_str().unwrap();
-        let on_disk = std::fs::read(f["path"].as_str().unwrap()).unwrap();
+        let path = w
+            .workspace_path()
+            .canonicalize()
+            .unwrap()
+            .join("traces")
+            .join(f["file"].as_str().unwrap());
+        let on_disk = std::fs::read(&path).unwrap();
         let served = http
             .get(format!(
                 "{}/api/v1/traces/{id}?raw=true",
@@ -172,16 +181,17 @@ async fn fetch_traces_writes_byte_exact_files_and_resumes() {
             .await
             .unwrap();
         assert_eq!(on_disk, served.to_vec(), "{id}");
-        assert!(
-            f["path"].as_str().unwrap().starts_with(
-                &w.workspace_path()
-                    .canonicalize()
-                    .unwrap()
-                    .display()
-                    .to_string()
-            )
-        );
+        assert_eq!(f["bytes"].as_u64().unwrap(), on_disk.len() as u64, "{id}");
     }
+    assert!(
+        first["manifest"].as_str().unwrap().starts_with(
+            &w.workspace_path()
+                .canonicalize()
+                .unwrap()
+                .display()
+                .to_string()
+        )
+    );
     // A second call finds every file complete and downloads nothing.
     let again = ok(&call(
         &c,
@@ -195,7 +205,10 @@ async fn fetch_traces_writes_byte_exact_files_and_resumes() {
     let leftovers: Vec<_> = std::fs::read_dir(w.workspace.path().join("traces"))
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| !e.file_name().to_string_lossy().ends_with(".json"))
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            !n.ends_with(".json") && n != "traces-manifest.jsonl"
+        })
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 

@@ -261,11 +261,17 @@ async fn a_torn_trace_file_is_detected_and_fetched_again() {
     let c = w.client(0, &[], Era::Modern).await;
     let args = json!({"run_id": run, "dest_dir": "traces", "step": 2});
     let first = ok(&call(&c, "fetch_traces", args.clone()).await);
-    let files: Vec<String> = first["files"]
-        .as_array()
+    let dir = std::path::Path::new(first["manifest"].as_str().unwrap())
+        .parent()
         .unwrap()
-        .iter()
-        .map(|f| f["path"].as_str().unwrap().to_string())
+        .to_path_buf();
+    let files: Vec<String> = std::fs::read_to_string(first["manifest"].as_str().unwrap())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: serde_json::Value = serde_json::from_str(l).unwrap();
+            dir.join(f["file"].as_str().unwrap()).display().to_string()
+        })
         .collect();
     assert!(files.len() >= 2, "{first}");
     let originals: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();

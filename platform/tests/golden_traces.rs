@@ -238,6 +238,54 @@ async fn get_trace_and_episode_endpoints() {
     );
 }
 
+/// `list_traces` with a step reads the step's episodes, then each episode's traces with the
+/// trace filters the CLI sends (`prime traces list --episode-id E --has-error …`): every filter
+/// on the wire, `has_error` as `true`/`false`, rewards as plain numbers, and no sort.
+#[tokio::test]
+async fn episode_traces_send_the_cli_filters() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/episodes/ep1/traces"))
+        .respond_with(ok(json!({"items": [], "next_cursor": null})))
+        .mount(&server)
+        .await;
+    let client = traces_client(&server, None);
+    client
+        .traces_scoped(&TeamScope::Personal)
+        .list_episode_traces(
+            "ep1",
+            &TracesQuery {
+                limit: 100,
+                environment_id: Some("owner/reverse-text@0.1".into()),
+                task_id: Some("task-007".into()),
+                outcome: Some("error".into()),
+                has_error: Some(true),
+                reward_min: Some(0.25),
+                reward_max: Some(0.75),
+                cursor: Some("o100".into()),
+                sort: Some(TraceSort::Reward),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let r = single_request(&server).await;
+    assert_traces_headers(&r, None);
+    assert_query(
+        &r,
+        &[
+            ("limit", "100"),
+            ("environment_id", "owner/reverse-text@0.1"),
+            ("task_id", "task-007"),
+            ("outcome", "error"),
+            ("has_error", "true"),
+            ("reward_min", "0.25"),
+            ("reward_max", "0.75"),
+            ("cursor", "o100"),
+        ],
+    );
+}
+
 #[tokio::test]
 async fn runs_run_and_steps_endpoints() {
     let server = MockServer::start().await;

@@ -19,6 +19,10 @@ pub enum NameKind {
     /// `source_ref`: the platform's rule (the CLI's regex), `^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`
     /// with no `..`, `//`, `/.`, trailing `/` or `.`, `.lock` component, `refs/` or `pull/`.
     SourceRef,
+    /// A traces filter's `environment_id` (an env or taskset id, Hub ids `owner/name@version`)
+    /// or `task_id`: `[A-Za-z0-9._:@/+-]`, first an ASCII letter or digit, 1–128. Our rule: the
+    /// traces service documents none beyond an `environment_id_too_long` upload error.
+    TraceFilter,
 }
 
 impl NameKind {
@@ -29,6 +33,7 @@ impl NameKind {
             NameKind::Volume => "a volume name",
             NameKind::VolumeSize => "a volume size",
             NameKind::SourceRef => "a source ref",
+            NameKind::TraceFilter => "an environment or task id",
         }
     }
 
@@ -47,6 +52,10 @@ impl NameKind {
             NameKind::SourceRef => {
                 "a branch, tag or commit: A-Z a-z 0-9 . _ / -, up to 200, starting with a letter \
                  or digit, without .., //, /., a trailing / or ., .lock, refs/ or pull/"
+            }
+            NameKind::TraceFilter => {
+                "1 to 128 of A-Z a-z 0-9 . _ - : @ / +, starting with a letter or digit \
+                 (e.g. reverse-text, owner/env@0.1.2, task-007)"
             }
         }
     }
@@ -86,6 +95,12 @@ fn follows(kind: NameKind, s: &str) -> bool {
         }
         NameKind::VolumeSize => volume_size(s),
         NameKind::SourceRef => source_ref(s),
+        NameKind::TraceFilter => {
+            len <= 128
+                && first.is_ascii_alphanumeric()
+                && s.chars()
+                    .all(|c| word_char(c) || matches!(c, ':' | '@' | '/' | '+'))
+        }
     }
 }
 
@@ -172,6 +187,7 @@ mod tests {
             NameKind::Volume,
             NameKind::VolumeSize,
             NameKind::SourceRef,
+            NameKind::TraceFilter,
         ] {
             for h in hostile() {
                 let e = check(kind, &h, "the argument `x`").unwrap_err();
@@ -181,6 +197,31 @@ mod tests {
                 assert!(!msg.contains('\u{1b}') && !msg.contains('\n'), "{msg:?}");
             }
         }
+    }
+
+    #[test]
+    fn environment_and_task_ids_pass_and_query_syntax_does_not() {
+        for id in [
+            "reverse-text",
+            "primeintellect/wiki-search@0.1.4",
+            "task-007",
+            "math:12+3",
+        ] {
+            check(NameKind::TraceFilter, id, "e").unwrap();
+        }
+        for bad in [
+            "a&has_error=true",
+            "a=b",
+            "a?b",
+            "a#b",
+            "/abs",
+            "a%2F",
+            "a\\b",
+        ] {
+            assert!(check(NameKind::TraceFilter, bad, "e").is_err(), "{bad}");
+        }
+        assert!(check(NameKind::TraceFilter, &"a".repeat(128), "e").is_ok());
+        assert!(check(NameKind::TraceFilter, &"a".repeat(129), "e").is_err());
     }
 
     #[test]

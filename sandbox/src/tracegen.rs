@@ -3,6 +3,11 @@
 //! (`<run_id>-eval`, `context.run_type = "eval"`). The trace/run id mapping, the document
 //! layout and the counts are inventions of the sandbox. Raw documents are generated on the fly;
 //! a run seeded with `trace_bytes_total` gets padded documents streamed without being held.
+//!
+//! Failed rollouts and upload gaps (inventions, by run name like the lifecycle's triggers): a
+//! run whose name contains `flaky` has about a quarter of its rollouts erroring; one whose name
+//! contains `upload-gap` has no train traces at steps 6-8 and every 13th step, as if those
+//! uploads were lost. Traces cycle through the run's environments, and tasks vary.
 
 use std::collections::BTreeMap;
 
@@ -40,7 +45,11 @@ pub(crate) fn traces_for(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Trac
             let n = u64::from(sim::max_steps(run, t)) * u64::from(per);
             (total / n.max(1), total % n.max(1), n)
         });
+        let gap = has_upload_gap(run);
         for k in 1..=ph.steps {
+            if gap && upload_lost(k) {
+                continue;
+            }
             for i in 0..per {
                 let padded_size = padded.map(|(each, rem, n)| {
                     let ordinal = u64::from(k - 1) * u64::from(per) + u64::from(i) + 1;
@@ -62,6 +71,25 @@ pub(crate) fn traces_for(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Trac
     out
 }
 
+/// A run whose train uploads are lost at some steps (name contains `upload-gap`).
+fn has_upload_gap(run: &Run) -> bool {
+    run.name
+        .as_deref()
+        .is_some_and(|n| n.to_ascii_lowercase().contains("upload-gap"))
+}
+
+/// The steps whose train traces an `upload-gap` run never uploaded: 6-8 and every 13th.
+pub(crate) fn upload_lost(k: u32) -> bool {
+    (6..=8).contains(&k) || k.is_multiple_of(13)
+}
+
+/// A run with many failed rollouts (name contains `flaky`).
+fn is_flaky(run: &Run) -> bool {
+    run.name
+        .as_deref()
+        .is_some_and(|n| n.to_ascii_lowercase().contains("flaky"))
+}
+
 fn make(
     run: &Run,
     seed: &Seed,
@@ -80,8 +108,10 @@ fn make(
     let salt = u64::from(k) * 1000 + u64::from(i) + if run_type == "eval" { 500 } else { 0 };
     let reward = (unit(&run.id, "trace-reward", salt) * 0.6 + 0.4 * f64::from(k) / 20.0).min(1.0);
     let reward = (reward * 10_000.0).round() / 10_000.0;
-    let has_error = k == 4 && i == 1;
-    let env = sim::environments(&run.config).first().map(|e| e.id.clone());
+    let has_error =
+        (k == 4 && i == 1) || (is_flaky(run) && unit(&run.id, "trace-error", salt) < 0.25);
+    let envs = sim::environments(&run.config);
+    let env = (!envs.is_empty()).then(|| envs[((i / 2) as usize) % envs.len()].id.clone());
     let model = sim::model_name(&run.config);
     let mut context = BTreeMap::new();
     context.insert("run_type".to_string(), run_type.to_string());
@@ -200,4 +230,15 @@ pub(crate) fn episode_document(episode_id: &str, members: &[&TraceRec]) -> Value
         "created_at": first.map(|r| r.summary.created_at.clone()),
         "traces": members.iter().map(|r| r.summary.trace_id.clone()).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upload_gap_loses_steps_6_to_8_and_every_13th() {
+        let lost: Vec<u32> = (1..=40).filter(|&k| upload_lost(k)).collect();
+        assert_eq!(lost, vec![6, 7, 8, 13, 26, 39]);
+    }
 }

@@ -307,7 +307,7 @@ pub const LIST_TRACES: ToolSpec = ToolSpec {
     toolset: Toolset::Traces,
     hints: READ,
     title: "List traces",
-    description: "Rollout traces of a run (train or eval), optionally for one step; cursor-paginated.",
+    description: "Rollout traces of a run (train/eval, all or one step), with the CLI's filters, a total and the steps missing uploads; cursor-paginated.",
 };
 
 pub const FETCH_TRACES: ToolSpec = ToolSpec {
@@ -315,7 +315,7 @@ pub const FETCH_TRACES: ToolSpec = ToolSpec {
     toolset: Toolset::Artifacts,
     hints: hints(false, false, true, true),
     title: "Fetch traces to disk",
-    description: "Download a run's raw trace documents (or one step's) byte-exact into a directory under the workspace; atomic, resumable.",
+    description: "Download a run's raw traces (or one step's) byte-exact into a workspace directory, with a manifest; atomic, resumable; capped per call, continued by cursor.",
 };
 
 pub const RUN_REPORT: ToolSpec = ToolSpec {

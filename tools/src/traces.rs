@@ -1,5 +1,7 @@
-//! Trace tools: `list_traces` (a run's rollout traces, train or eval, optionally one step) and
-//! `fetch_traces` (their raw documents, byte-exact, into a directory under the workspace).
+//! Trace tools: `list_traces` (a run's rollout traces, train or eval, optionally one step,
+//! filtered as `prime traces list` filters them, with a total and the steps whose uploads are
+//! missing) and `fetch_traces` (their raw documents, byte-exact, into a directory under the
+//! workspace, with a manifest, in capped calls that continue by cursor).
 //!
 //! The traces service keys traces by its own `run_id`. That a hosted run's train traces carry
 //! the platform run id, and that its eval traces sit under a trace run of type `eval` whose id
@@ -8,9 +10,10 @@
 use std::{path::PathBuf, sync::Arc};
 
 use factory_platform::{
-    EpisodesQuery, PlatformClient, PlatformError, TeamScope, TraceRunsQuery, TracesQuery,
-    wire::traces::TraceSummary,
+    EpisodesQuery, PlatformClient, PlatformError, TeamScope, TraceRunsQuery, TracesClient,
+    TracesQuery, wire::traces::TraceSummary,
 };
+use factory_policies::names::{self, NameKind};
 use rmcp::model::ProgressNotificationParam;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -21,6 +24,12 @@ use crate::{
     server::{Call, ServerTool},
     state::{AppState, check_id, platform_error},
 };
+
+mod cursor;
+mod gaps;
+
+use cursor::{Pos, TraceCursor};
+pub(crate) use gaps::MissingUploads;
 
 pub(crate) fn tools() -> Vec<ServerTool<AppState>> {
     vec![ServerTool::new(&catalogue::LIST_TRACES, list_traces)]
@@ -36,6 +45,26 @@ pub enum TraceKind {
     Eval,
 }
 
+// A trace's `score.outcome`, as the traces service filters it (no doc comment: it would become
+// the argument's description in tools/list).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceOutcome {
+    Success,
+    Failure,
+    Error,
+}
+
+impl TraceOutcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            TraceOutcome::Success => "success",
+            TraceOutcome::Failure => "failure",
+            TraceOutcome::Error => "error",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListTracesArgs {
@@ -45,7 +74,15 @@ pub struct ListTracesArgs {
     /// Only traces of this training step.
     #[schemars(range(min = 0))]
     pub step: Option<i64>,
-    /// Traces per page, 1 to 100 (default 20).
+    /// Traces with (true) or without (false) an error.
+    pub has_error: Option<bool>,
+    pub outcome: Option<TraceOutcome>,
+    pub reward_min: Option<f64>,
+    pub reward_max: Option<f64>,
+    /// e.g. reverse-text
+    pub environment_id: Option<String>,
+    pub task_id: Option<String>,
+    /// Traces per page, 1 to 100 (default 10).
     #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
@@ -58,6 +95,7 @@ pub struct TraceItem {
     pub episode_id: Option<String>,
     pub created_at: Option<String>,
     pub environment_id: Option<String>,
+    pub task_id: Option<String>,
     pub reward: Option<f64>,
     pub outcome: Option<String>,
     pub has_error: bool,
@@ -73,6 +111,7 @@ impl From<&TraceSummary> for TraceItem {
             episode_id: t.episode_id.clone(),
             created_at: t.created_at.clone(),
             environment_id: t.environment_id.clone(),
+            task_id: t.task_id.clone(),
             reward: t.score.reward,
             outcome: t.score.outcome.clone(),
             has_error: t.execution.has_error,
@@ -91,16 +130,34 @@ pub struct ListTracesOut {
     pub trace_run_ids: Vec<String>,
     pub step: Option<i64>,
     pub traces: Vec<TraceItem>,
+    /// Traces matching (null: unknown); a lower bound when total_is_lower_bound.
+    pub total: Option<u64>,
+    pub total_is_lower_bound: bool,
+    /// Train steps up to the latest without traces (first page only).
+    pub missing_uploads: Option<MissingUploads>,
     /// Pass as `cursor` for the next page; null on the last page.
     pub next_cursor: Option<String>,
 }
 
 /// Most pages read when looking for a run's eval trace runs.
 const EVAL_SCAN_PAGES: usize = 20;
-/// Most traces one `fetch_traces` call will download.
-const MAX_FETCH_TRACES: usize = 20_000;
-/// Most file entries listed in a `fetch_traces` result (the counts cover all of them).
-const MAX_LISTED_FILES: usize = 200;
+/// Default and largest number of traces one `fetch_traces` call downloads.
+const FETCH_DEFAULT: u32 = 5_000;
+const FETCH_MAX: u32 = 20_000;
+/// Most `not_downloaded` entries listed (the summary counts all).
+const MAX_LISTED_FAILURES: usize = 10;
+/// Episodes per `GET /episodes` page when listing one step.
+const EPISODE_PAGE: u32 = 20;
+/// Most episodes one page of one step reads (filters may match few); the cursor goes on.
+const MAX_EPISODES_PER_PAGE: usize = 100;
+/// Pages of one episode's traces read at most (100 each).
+const MAX_EPISODE_TRACE_PAGES: usize = 10;
+/// Pages in a row without a trace after which `fetch_traces` stops listing (cursor given).
+const MAX_EMPTY_PAGES: usize = 20;
+/// The manifest `fetch_traces` keeps in its destination.
+const MANIFEST: &str = "traces-manifest.jsonl";
+/// The largest manifest read back when merging.
+const MANIFEST_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The traces-service run ids holding this platform run's traces of `kind`.
 async fn trace_runs(
@@ -159,61 +216,342 @@ fn trace_error(run_id: &str, e: PlatformError) -> ToolError {
     }
 }
 
-/// One page of traces: of the run, or of one step (through the step's episodes).
-async fn traces_page(
-    platform: &PlatformClient,
-    scope: &TeamScope,
-    trace_run: &str,
-    step: Option<i64>,
-    limit: u32,
-    cursor: Option<String>,
-) -> Result<(Vec<TraceSummary>, Option<String>), PlatformError> {
-    let traces = platform.traces_scoped(scope);
-    match step {
-        None => {
-            let page = traces
-                .list_traces(&TracesQuery {
-                    limit,
-                    run_id: Some(trace_run.to_string()),
-                    cursor,
-                    ..TracesQuery::default()
-                })
-                .await?;
-            Ok((page.items, page.next_cursor))
+/// The filters of `prime traces list` that `list_traces` takes, checked.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Filters {
+    has_error: Option<bool>,
+    outcome: Option<TraceOutcome>,
+    reward_min: Option<f64>,
+    reward_max: Option<f64>,
+    environment_id: Option<String>,
+    task_id: Option<String>,
+}
+
+impl Filters {
+    fn from_args(a: &ListTracesArgs) -> Result<Filters, ToolError> {
+        for (name, v) in [("reward_min", a.reward_min), ("reward_max", a.reward_max)] {
+            if v.is_some_and(|r| !r.is_finite()) {
+                return Err(ToolError::bad_argument(format!(
+                    "`{name}` must be a finite number."
+                )));
+            }
         }
-        Some(step) => {
-            let episodes = traces
+        if let (Some(lo), Some(hi)) = (a.reward_min, a.reward_max)
+            && lo > hi
+        {
+            return Err(ToolError::bad_argument(
+                "`reward_min` is above `reward_max`: no trace could match; swap them.",
+            ));
+        }
+        for (name, v) in [
+            ("environment_id", &a.environment_id),
+            ("task_id", &a.task_id),
+        ] {
+            if let Some(v) = v {
+                names::check(NameKind::TraceFilter, v, &format!("the argument `{name}`"))
+                    .map_err(|e| ToolError::bad_argument(e.to_string()))?;
+            }
+        }
+        Ok(Filters {
+            has_error: a.has_error,
+            outcome: a.outcome,
+            reward_min: a.reward_min,
+            reward_max: a.reward_max,
+            environment_id: a.environment_id.clone(),
+            task_id: a.task_id.clone(),
+        })
+    }
+
+    fn any(&self) -> bool {
+        *self != Filters::default()
+    }
+
+    /// The query of `GET /traces` or `GET /episodes/{id}/traces` with these filters.
+    fn query(&self, limit: u32, run_id: Option<String>, cursor: Option<String>) -> TracesQuery {
+        TracesQuery {
+            limit,
+            run_id,
+            cursor,
+            environment_id: self.environment_id.clone(),
+            task_id: self.task_id.clone(),
+            outcome: self.outcome.map(|o| o.as_str().to_string()),
+            has_error: self.has_error,
+            reward_min: self.reward_min,
+            reward_max: self.reward_max,
+            ..TracesQuery::default()
+        }
+    }
+
+    /// What a cursor is bound to, besides the run, kind and step.
+    fn key(&self) -> String {
+        format!(
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            self.has_error,
+            self.outcome,
+            self.reward_min.map(f64::to_bits),
+            self.reward_max.map(f64::to_bits),
+            self.environment_id,
+            self.task_id
+        )
+    }
+
+    /// How the filters read in a summary.
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(h) = self.has_error {
+            parts.push(if h { "with errors" } else { "without errors" }.to_string());
+        }
+        if let Some(o) = self.outcome {
+            parts.push(format!("outcome {}", o.as_str()));
+        }
+        match (self.reward_min, self.reward_max) {
+            (Some(a), Some(b)) => parts.push(format!("reward {a} to {b}")),
+            (Some(a), None) => parts.push(format!("reward >= {a}")),
+            (None, Some(b)) => parts.push(format!("reward <= {b}")),
+            (None, None) => {}
+        }
+        if let Some(e) = &self.environment_id {
+            parts.push(format!("environment {e}"));
+        }
+        if let Some(t) = &self.task_id {
+            parts.push(format!("task {t}"));
+        }
+        parts.join(", ")
+    }
+}
+
+fn cursor_query(run_id: &str, kind: TraceKind, step: Option<i64>, filters: &Filters) -> u64 {
+    cursor::query_hash(&[
+        run_id,
+        if kind == TraceKind::Eval {
+            "eval"
+        } else {
+            "train"
+        },
+        &step.map(|s| s.to_string()).unwrap_or_default(),
+        &filters.key(),
+    ])
+}
+
+/// Reads a run's traces page by page, `limit` counting traces (also for one step, where the
+/// service pages episodes).
+struct Pager<'a> {
+    traces: TracesClient<'a>,
+    runs: &'a [String],
+    step: Option<i64>,
+    filters: &'a Filters,
+}
+
+impl Pager<'_> {
+    /// Up to `limit` traces from `pos`, and the position after them (None: no more).
+    async fn page(
+        &self,
+        limit: usize,
+        mut pos: Pos,
+    ) -> Result<(Vec<TraceSummary>, Option<Pos>), PlatformError> {
+        let mut out: Vec<TraceSummary> = Vec::new();
+        let mut episodes_read = 0;
+        loop {
+            let Some(run) = self.runs.get(pos.run) else {
+                return Ok((out, None));
+            };
+            let want = limit.saturating_sub(out.len()).clamp(1, 100);
+            let next_run = Pos {
+                run: pos.run + 1,
+                ..Pos::default()
+            };
+            let Some(step) = self.step else {
+                let page = self
+                    .traces
+                    .list_traces(&self.filters.query(
+                        want as u32,
+                        Some(run.clone()),
+                        pos.service.take(),
+                    ))
+                    .await?;
+                out.extend(page.items);
+                match page.next_cursor {
+                    Some(c) => {
+                        return Ok((
+                            out,
+                            Some(Pos {
+                                service: Some(c),
+                                ..pos
+                            }),
+                        ));
+                    }
+                    None if out.len() >= limit => {
+                        return Ok((out, (next_run.run < self.runs.len()).then_some(next_run)));
+                    }
+                    None => {
+                        pos = next_run;
+                        continue;
+                    }
+                }
+            };
+            let episodes = self
+                .traces
                 .list_episodes(&EpisodesQuery {
-                    limit,
-                    run_id: Some(trace_run.to_string()),
+                    limit: EPISODE_PAGE,
+                    run_id: Some(run.clone()),
                     run_step: Some(step),
-                    cursor,
+                    cursor: pos.service.clone(),
                     ..EpisodesQuery::default()
                 })
                 .await?;
-            let mut out = Vec::new();
-            for ep in &episodes.items {
-                let mut c = None;
-                loop {
-                    let page = traces
-                        .list_episode_traces(
-                            &ep.episode_id,
-                            &TracesQuery {
-                                limit: 100,
-                                cursor: c.take(),
-                                ..TracesQuery::default()
-                            },
-                        )
-                        .await?;
-                    out.extend(page.items);
-                    match page.next_cursor {
-                        Some(next) => c = Some(next),
-                        None => break,
-                    }
+            let after_page = match &episodes.next_cursor {
+                Some(c) => Some(Pos {
+                    service: Some(c.clone()),
+                    index: 0,
+                    skip: 0,
+                    run: pos.run,
+                }),
+                None => (next_run.run < self.runs.len()).then_some(next_run.clone()),
+            };
+            let here = |p: &Pos, index, skip| Pos {
+                index,
+                skip,
+                ..p.clone()
+            };
+            while pos.index < episodes.items.len() {
+                if episodes_read >= MAX_EPISODES_PER_PAGE {
+                    return Ok((out, Some(here(&pos, pos.index, 0))));
+                }
+                episodes_read += 1;
+                let ep = &episodes.items[pos.index].episode_id;
+                let members = self.episode_traces(ep).await?;
+                let avail = members.len().saturating_sub(pos.skip);
+                let take = avail.min(limit - out.len());
+                out.extend(members.into_iter().skip(pos.skip).take(take));
+                if take < avail {
+                    return Ok((out, Some(here(&pos, pos.index, pos.skip + take))));
+                }
+                pos.index += 1;
+                pos.skip = 0;
+                if out.len() >= limit {
+                    return Ok((
+                        out,
+                        if pos.index < episodes.items.len() {
+                            Some(here(&pos, pos.index, 0))
+                        } else {
+                            after_page
+                        },
+                    ));
                 }
             }
-            Ok((out, episodes.next_cursor))
+            match after_page {
+                Some(p) => pos = p,
+                None => return Ok((out, None)),
+            }
         }
+    }
+
+    /// Every trace of one episode that matches the filters (the service's order).
+    async fn episode_traces(&self, episode_id: &str) -> Result<Vec<TraceSummary>, PlatformError> {
+        let mut out = Vec::new();
+        let mut c = None;
+        for _ in 0..MAX_EPISODE_TRACE_PAGES {
+            let page = self
+                .traces
+                .list_episode_traces(episode_id, &self.filters.query(100, None, c.take()))
+                .await?;
+            out.extend(page.items);
+            match page.next_cursor {
+                Some(next) => c = Some(next),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What the traces service's counts say about a run's traces: how many (of one step, with a
+/// step), and which steps have any. `None` where it could not tell.
+struct Counts {
+    total: Option<u64>,
+    steps: Option<Vec<i64>>,
+}
+
+async fn counts(
+    traces: &TracesClient<'_>,
+    runs: &[String],
+    step: Option<i64>,
+    want_steps: bool,
+) -> Counts {
+    let mut total = Some(0u64);
+    let mut steps: Option<Vec<i64>> = Some(Vec::new());
+    for run in runs {
+        let summary = match traces.get_run(run).await {
+            Ok(s) => s,
+            // "A run holding no traces for this owner".
+            Err(PlatformError::NotFound { .. }) => continue,
+            Err(e) => {
+                tracing::debug!("trace counts unavailable: {e}");
+                return Counts {
+                    total: None,
+                    steps: None,
+                };
+            }
+        };
+        if step.is_none() {
+            total = total.map(|t| t + summary.trace_count);
+        }
+        if (step.is_some() || want_steps) && summary.step_count > 0 {
+            match traces.get_run_steps(run).await {
+                Ok(list) => {
+                    if let Some(s) = step {
+                        let n: u64 = list
+                            .items
+                            .iter()
+                            .filter(|i| i.step == s)
+                            .map(|i| i.trace_count)
+                            .sum();
+                        total = total.map(|t| t + n);
+                    }
+                    if let Some(v) = steps.as_mut() {
+                        v.extend(
+                            list.items
+                                .iter()
+                                .filter(|i| i.trace_count > 0)
+                                .map(|i| i.step),
+                        );
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("trace steps unavailable: {e}");
+                    if step.is_some() {
+                        total = None;
+                    }
+                    steps = None;
+                }
+            }
+        }
+    }
+    Counts { total, steps }
+}
+
+/// The missing-upload check for a platform run: its train steps up to its latest step (the
+/// platform's progress) without traces. `None` when either side could not be read.
+pub(crate) async fn missing_uploads(
+    platform: &PlatformClient,
+    scope: &TeamScope,
+    run_id: &str,
+    latest_step: Option<i64>,
+) -> Option<MissingUploads> {
+    let latest = latest_step?;
+    let runs = [run_id.to_string()];
+    let c = counts(&platform.traces_scoped(scope), &runs, None, true).await;
+    Some(gaps::missing_uploads(&c.steps?, latest))
+}
+
+fn missing_text(m: &MissingUploads) -> String {
+    if m.count == 0 {
+        format!("every step through {} has traces", m.checked_through)
+    } else {
+        format!(
+            "{} step(s) through {} have no traces: {}",
+            m.count, m.checked_through, m.ranges
+        )
     }
 }
 
@@ -224,37 +562,77 @@ async fn list_traces(
 ) -> ToolResult<ListTracesOut> {
     check_id("run", &args.run_id)?;
     let kind = args.kind.unwrap_or_default();
-    let limit = args.limit.unwrap_or(20).clamp(1, 100);
+    let limit = args.limit.unwrap_or(10).clamp(1, 100) as usize;
     if args.step.is_some_and(|s| s < 0) {
-        return Err(ToolError::new("`step` must be 0 or more."));
+        return Err(ToolError::bad_argument("`step` must be 0 or more."));
     }
+    let filters = Filters::from_args(&args)?;
+    let query = cursor_query(&args.run_id, kind, args.step, &filters);
+    let start = match &args.cursor {
+        Some(c) => TraceCursor::parse(c, query)?,
+        None => TraceCursor {
+            query,
+            seen: 0,
+            pos: Pos::default(),
+        },
+    };
     let platform = state.platform()?;
     let scope = run_scope(&state, &args.run_id).await?;
     let runs = trace_runs(platform, &scope, &args.run_id, kind).await?;
-    // A cursor belongs to one trace run; eval traces of several trace runs are listed from the
-    // first one that has any.
-    let mut traces = Vec::new();
-    let mut next_cursor = None;
-    for trace_run in &runs {
-        let (items, next) = traces_page(
-            platform,
-            &scope,
-            trace_run,
-            args.step,
-            limit,
-            args.cursor.clone(),
-        )
+    let traces = platform.traces_scoped(&scope);
+    let first_page = args.cursor.is_none();
+    let check_gaps = first_page && kind == TraceKind::Train;
+    let counted = if filters.any() {
+        None
+    } else {
+        Some(counts(&traces, &runs, args.step, check_gaps).await)
+    };
+    let missing = if check_gaps {
+        let latest = platform
+            .get_progress(&args.run_id)
+            .await
+            .ok()
+            .and_then(|p| p.latest_step);
+        match (&counted, latest) {
+            (Some(Counts { steps: Some(s), .. }), Some(l)) => Some(gaps::missing_uploads(s, l)),
+            (Some(_), _) => None,
+            (None, l) => missing_uploads(platform, &scope, &args.run_id, l).await,
+        }
+    } else {
+        None
+    };
+    let pager = Pager {
+        traces: platform.traces_scoped(&scope),
+        runs: &runs,
+        step: args.step,
+        filters: &filters,
+    };
+    let (items, next) = pager
+        .page(limit, start.pos.clone())
         .await
         .map_err(|e| trace_error(&args.run_id, e))?;
-        traces.extend(items.iter().map(TraceItem::from));
-        next_cursor = next;
-        if !traces.is_empty() {
-            break;
+    let through = start.seen + items.len() as u64;
+    let (total, lower) = match counted.and_then(|c| c.total) {
+        Some(t) => (Some(t.max(through)), false),
+        None if next.is_none() => (Some(through), false),
+        None => (Some(through), true),
+    };
+    let next_cursor = next.map(|pos| {
+        TraceCursor {
+            query,
+            seen: through,
+            pos,
         }
-    }
+        .encode()
+    });
+    let what = if filters.any() {
+        format!(" ({})", filters.describe())
+    } else {
+        String::new()
+    };
     let summary = format!(
-        "{} {} trace(s) of run {}{}{}",
-        traces.len(),
+        "{} {} trace(s) of run {}{}{}: {} of {}{}{}",
+        items.len(),
         if kind == TraceKind::Eval {
             "eval"
         } else {
@@ -264,11 +642,27 @@ async fn list_traces(
         args.step
             .map(|s| format!(" at step {s}"))
             .unwrap_or_default(),
+        what,
+        if items.is_empty() {
+            "none".to_string()
+        } else {
+            format!("{}-{}", start.seen + 1, through)
+        },
+        match total {
+            Some(t) if lower =>
+                format!("at least {t} (a lower bound: filtered, more pages follow)"),
+            Some(t) => t.to_string(),
+            None => "an unknown total".into(),
+        },
         if next_cursor.is_some() {
             "; more with next_cursor"
         } else {
             ""
-        }
+        },
+        missing
+            .as_ref()
+            .map(|m| format!("; {}", missing_text(m)))
+            .unwrap_or_default(),
     );
     Ok(Outcome::done(
         summary,
@@ -277,7 +671,10 @@ async fn list_traces(
             kind,
             trace_run_ids: runs,
             step: args.step,
-            traces,
+            traces: items.iter().map(TraceItem::from).collect(),
+            total,
+            total_is_lower_bound: lower,
+            missing_uploads: missing,
             next_cursor,
         },
     ))
@@ -294,15 +691,11 @@ pub struct FetchTracesArgs {
     /// Only traces of this training step.
     #[schemars(range(min = 0))]
     pub step: Option<i64>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct FetchedFile {
-    pub trace_id: String,
-    pub path: String,
-    pub bytes: u64,
-    /// Already complete on disk from an earlier call, so not downloaded again.
-    pub skipped: bool,
+    /// Most traces fetched (default 5000).
+    #[schemars(range(min = 1, max = 20000))]
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous call.
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -315,13 +708,23 @@ pub struct NotDownloaded {
 pub struct FetchTracesOut {
     pub run_id: String,
     pub dest_dir: String,
+    /// Traces this call handled (downloaded now or already complete).
     pub listed: usize,
     pub downloaded: usize,
     pub skipped: usize,
-    /// Bytes on disk for the listed traces (downloaded now or earlier).
+    /// Bytes on disk for the traces this call handled.
     pub bytes: u64,
-    /// Up to 200 of the files; the counts above cover all.
-    pub files: Vec<FetchedFile>,
+    /// Traces handled by this call and the ones before it (the cursor's).
+    pub fetched_so_far: u64,
+    /// The run's traces of this kind (and step), by the service's counts; null if unknown.
+    pub total: Option<u64>,
+    /// Every file fetched into dest_dir, one JSON line each (trace_id, file, bytes); null if
+    /// it could not be written (the summary says why).
+    pub manifest: Option<String>,
+    /// Traces remain: pass as `cursor` (same run_id, kind, step) to fetch them.
+    pub next_cursor: Option<String>,
+    pub not_downloaded_count: usize,
+    /// Up to 10 of them.
     pub not_downloaded: Vec<NotDownloaded>,
     /// The call was cancelled before every trace was fetched; calling again resumes.
     pub cancelled: bool,
@@ -337,6 +740,49 @@ fn safe_file_name(trace_id: &str) -> Option<String> {
     ok.then(|| format!("{trace_id}.json"))
 }
 
+/// One line of the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ManifestEntry {
+    trace_id: String,
+    file: String,
+    bytes: u64,
+}
+
+/// The manifest after this call: the entries already in `existing` (a previous manifest's
+/// text; lines that do not parse are dropped) with `new` ones added or replacing theirs, one
+/// line per trace.
+fn merge_manifest(existing: &str, new: &[ManifestEntry]) -> String {
+    let mut entries: Vec<ManifestEntry> = existing
+        .lines()
+        .filter_map(|l| serde_json::from_str::<ManifestEntry>(l).ok())
+        .filter(|e| safe_file_name(&e.trace_id).as_deref() == Some(e.file.as_str()))
+        .collect();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    entries.retain(|e| at.insert(e.trace_id.clone(), 0).is_none());
+    at = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.trace_id.clone(), i))
+        .collect();
+    for e in new {
+        match at.get(&e.trace_id) {
+            Some(&i) => entries[i] = e.clone(),
+            None => {
+                at.insert(e.trace_id.clone(), entries.len());
+                entries.push(e.clone());
+            }
+        }
+    }
+    let mut out = String::new();
+    for e in &entries {
+        if let Ok(line) = serde_json::to_string(e) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 pub(crate) async fn fetch_traces(
     state: Arc<AppState>,
     args: FetchTracesArgs,
@@ -344,63 +790,92 @@ pub(crate) async fn fetch_traces(
 ) -> ToolResult<FetchTracesOut> {
     check_id("run", &args.run_id)?;
     let kind = args.kind.unwrap_or_default();
+    if args.step.is_some_and(|s| s < 0) {
+        return Err(ToolError::bad_argument("`step` must be 0 or more."));
+    }
+    let cap = args.limit.unwrap_or(FETCH_DEFAULT).clamp(1, FETCH_MAX) as usize;
+    let filters = Filters::default();
+    let query = cursor_query(&args.run_id, kind, args.step, &filters);
+    let start = match &args.cursor {
+        Some(c) => TraceCursor::parse(c, query)?,
+        None => TraceCursor {
+            query,
+            seen: 0,
+            pos: Pos::default(),
+        },
+    };
     let dest: PathBuf = state
         .workspace()?
         .resolve_for_write(&args.dest_dir)
-        .map_err(|e| ToolError::new(format!("dest_dir: {e}")))?;
+        .map_err(|e| ToolError::bad_argument(format!("dest_dir: {e}")))?;
     let platform = state.platform()?;
 
-    // List every trace first (whole-run pagination), so progress has a total.
-    let mut all: Vec<TraceSummary> = Vec::new();
     let scope = run_scope(&state, &args.run_id).await?;
     // The run exists: only now is dest_dir created, held open and written relative to.
     let (dest_dir, staging) = crate::transfers::open(&state, &dest)?;
-    for trace_run in trace_runs(platform, &scope, &args.run_id, kind).await? {
-        let mut cursor = None;
-        loop {
-            let (items, next) =
-                traces_page(platform, &scope, &trace_run, args.step, 100, cursor.take())
-                    .await
-                    .map_err(|e| trace_error(&args.run_id, e))?;
-            all.extend(items);
-            if all.len() >= MAX_FETCH_TRACES {
-                break;
-            }
-            match next {
-                Some(c) => cursor = Some(c),
-                None => break,
-            }
-        }
-    }
-    all.truncate(MAX_FETCH_TRACES);
-
-    let total = all.len();
-    let progress = call.ctx.meta.get_progress_token();
+    let runs = trace_runs(platform, &scope, &args.run_id, kind).await?;
     let traces = platform.traces_scoped(&scope);
+    let total = counts(&traces, &runs, args.step, false).await.total;
+    // List this call's share first (at most `cap`), so progress has a total.
+    let pager = Pager {
+        traces: platform.traces_scoped(&scope),
+        runs: &runs,
+        step: args.step,
+        filters: &filters,
+    };
+    let mut all: Vec<TraceSummary> = Vec::new();
+    let mut next = Some(start.pos.clone());
+    // Pages that bring nothing (filters in a step, or a service that keeps answering empty
+    // pages with a cursor) end the call after a while; the cursor still continues.
+    let mut empty_pages = 0;
+    while all.len() < cap && empty_pages < MAX_EMPTY_PAGES {
+        let Some(pos) = next.take() else { break };
+        let (items, after) = pager
+            .page((cap - all.len()).min(100), pos)
+            .await
+            .map_err(|e| trace_error(&args.run_id, e))?;
+        empty_pages = if items.is_empty() { empty_pages + 1 } else { 0 };
+        all.extend(items);
+        next = after;
+    }
+
+    let count = all.len();
+    let progress = call.ctx.meta.get_progress_token();
     let mut out = FetchTracesOut {
         run_id: args.run_id.clone(),
         dest_dir: dest.display().to_string(),
-        listed: total,
+        listed: count,
         downloaded: 0,
         skipped: 0,
         bytes: 0,
-        files: Vec::new(),
+        fetched_so_far: start.seen,
+        total,
+        manifest: None,
+        next_cursor: None,
+        not_downloaded_count: 0,
         not_downloaded: Vec::new(),
         cancelled: false,
     };
+    let mut entries = Vec::new();
+    fn fail(out: &mut FetchTracesOut, trace_id: String, reason: String) {
+        out.not_downloaded_count += 1;
+        if out.not_downloaded.len() < MAX_LISTED_FAILURES {
+            out.not_downloaded.push(NotDownloaded { trace_id, reason });
+        }
+    }
     for (i, t) in all.iter().enumerate() {
         if call.ctx.ct.is_cancelled() {
             out.cancelled = true;
             break;
         }
         let Some(name) = safe_file_name(&t.trace_id) else {
-            out.not_downloaded.push(NotDownloaded {
-                trace_id: t.trace_id.chars().take(80).collect(),
-                reason: "the id is not usable as a file name".into(),
-            });
+            fail(
+                &mut out,
+                t.trace_id.chars().take(80).collect(),
+                "the id is not usable as a file name".into(),
+            );
             continue;
         };
-        let path = dest.join(&name);
         // Files appear under their final name only after a complete, fsynced download (the
         // platform client renames a finished temporary file), so an existing file of the
         // advertised size is complete.
@@ -412,10 +887,7 @@ pub(crate) async fn fetch_traces(
             {
                 Ok(n) => (n, false),
                 Err(e) => {
-                    out.not_downloaded.push(NotDownloaded {
-                        trace_id: t.trace_id.clone(),
-                        reason: e,
-                    });
+                    fail(&mut out, t.trace_id.clone(), e);
                     continue;
                 }
             },
@@ -426,42 +898,101 @@ pub(crate) async fn fetch_traces(
             out.downloaded += 1;
         }
         out.bytes += bytes;
-        if out.files.len() < MAX_LISTED_FILES {
-            out.files.push(FetchedFile {
-                trace_id: t.trace_id.clone(),
-                path: path.display().to_string(),
-                bytes,
-                skipped,
-            });
-        }
+        entries.push(ManifestEntry {
+            trace_id: t.trace_id.clone(),
+            file: name,
+            bytes,
+        });
         if let Some(token) = &progress {
             let _ = call
                 .ctx
                 .peer
                 .notify_progress(
                     ProgressNotificationParam::new(token.clone(), (i + 1) as f64)
-                        .with_total(total as f64)
-                        .with_message(format!("{} of {total} traces", i + 1)),
+                        .with_total(count as f64)
+                        .with_message(format!("{} of {count} traces", i + 1)),
                 )
                 .await;
         }
     }
+    // The manifest: what earlier calls fetched into this directory, and this call's files.
+    let earlier = factory_policies::files::read_file(
+        state.workspace()?,
+        &dest.join(MANIFEST),
+        factory_policies::files::ReadLimits {
+            max_bytes: MANIFEST_MAX_BYTES,
+            refuse_hard_links: true,
+        },
+    )
+    .map(|b| String::from_utf8_lossy(&b).into_owned())
+    .unwrap_or_default();
+    let manifest = merge_manifest(&earlier, &entries);
+    // Not fatal: the files are in place whatever happens to their list.
+    let manifest_note = match crate::transfers::write_export(
+        &state,
+        &dest,
+        std::path::Path::new(MANIFEST),
+        manifest.as_bytes(),
+    ) {
+        Ok((path, _)) => {
+            out.manifest = Some(path.display().to_string());
+            String::new()
+        }
+        Err(e) => format!("; the manifest was not written ({e})"),
+    };
+
+    let handled = (out.downloaded + out.skipped) as u64;
+    if out.cancelled {
+        // Resume from where this call started: what is complete on disk is skipped.
+        out.next_cursor = Some(start.encode());
+    }
+    out.fetched_so_far = start.seen + handled;
+    if !out.cancelled
+        && let Some(pos) = next
+    {
+        out.next_cursor = Some(
+            TraceCursor {
+                query,
+                seen: out.fetched_so_far,
+                pos,
+            }
+            .encode(),
+        );
+    }
+    let of = match total {
+        Some(t) => format!(" of {t}"),
+        None if out.next_cursor.is_none() => format!(" of {}", out.fetched_so_far),
+        None => " of an unknown total".into(),
+    };
     let summary = format!(
-        "{} trace file(s) in {} ({} downloaded, {} already complete, {} bytes){}{}",
-        out.downloaded + out.skipped,
+        "{} trace file(s) in {} ({} downloaded, {} already complete, {} bytes); {}{} fetched so far{}{}{}",
+        handled,
         out.dest_dir,
         out.downloaded,
         out.skipped,
         out.bytes,
-        if out.not_downloaded.is_empty() {
+        out.fetched_so_far,
+        of,
+        out.manifest
+            .as_deref()
+            .map(|m| format!("; manifest {m}"))
+            .unwrap_or(manifest_note),
+        if out.not_downloaded_count == 0 {
             String::new()
         } else {
-            format!("; {} not downloadable", out.not_downloaded.len())
+            format!("; {} not downloadable", out.not_downloaded_count)
         },
         if out.cancelled {
-            "; cancelled, call again to resume"
+            "; cancelled: call again with cursor = next_cursor to resume".to_string()
+        } else if out.next_cursor.is_some() && count >= cap {
+            format!(
+                "; stopped at the cap of {cap}: call again with cursor = next_cursor for the rest"
+            )
+        } else if out.next_cursor.is_some() {
+            "; stopped after pages without traces: call again with cursor = next_cursor for the rest"
+                .to_string()
         } else {
-            ""
+            String::new()
         }
     );
     Ok(Outcome::done(summary, out))
@@ -478,5 +1009,105 @@ mod tests {
         assert_eq!(safe_file_name(".hidden"), None);
         assert_eq!(safe_file_name("a/b"), None);
         assert_eq!(safe_file_name(""), None);
+    }
+
+    fn entry(id: &str, bytes: u64) -> ManifestEntry {
+        ManifestEntry {
+            trace_id: id.into(),
+            file: format!("{id}.json"),
+            bytes,
+        }
+    }
+
+    #[test]
+    fn the_manifest_lists_each_trace_once_across_calls() {
+        let first = merge_manifest("", &[entry("a", 1), entry("b", 2)]);
+        assert_eq!(first.lines().count(), 2);
+        // A continuation adds its files; a trace fetched again replaces its line.
+        let second = merge_manifest(&first, &[entry("b", 3), entry("c", 4)]);
+        let lines: Vec<ManifestEntry> = second
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines, vec![entry("a", 1), entry("b", 3), entry("c", 4)]);
+        // Lines that are not ours, duplicates, and entries naming another file are dropped.
+        let messy = format!(
+            "{first}not json\n{{\"trace_id\":\"x\",\"file\":\"../x.json\",\"bytes\":1}}\n{}\n",
+            serde_json::to_string(&entry("a", 9)).unwrap()
+        );
+        let merged = merge_manifest(&messy, &[]);
+        assert_eq!(merged, first);
+    }
+
+    fn args(v: serde_json::Value) -> ListTracesArgs {
+        let mut base = serde_json::json!({"run_id": "r1"});
+        base.as_object_mut()
+            .unwrap()
+            .extend(v.as_object().unwrap().clone());
+        serde_json::from_value(base).unwrap()
+    }
+
+    #[test]
+    fn filters_are_checked_before_anything_is_asked() {
+        let f = Filters::from_args(&args(serde_json::json!({
+            "has_error": true, "outcome": "error", "reward_min": 0.25, "reward_max": 1.0,
+            "environment_id": "owner/reverse-text@0.1", "task_id": "task-007"
+        })))
+        .unwrap();
+        assert!(f.any());
+        let q = f.query(10, Some("r1".into()), None);
+        assert_eq!(q.outcome.as_deref(), Some("error"));
+        assert_eq!((q.reward_min, q.reward_max), (Some(0.25), Some(1.0)));
+        assert_eq!(q.has_error, Some(true));
+        assert_eq!(
+            f.describe(),
+            "with errors, outcome error, reward 0.25 to 1, environment owner/reverse-text@0.1, task task-007"
+        );
+        assert!(
+            !Filters::from_args(&args(serde_json::json!({})))
+                .unwrap()
+                .any()
+        );
+
+        let e = Filters::from_args(&args(
+            serde_json::json!({"reward_min": 0.9, "reward_max": 0.1}),
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("swap"), "{e}");
+        for bad in ["a&has_error=false", "x\u{1b}[2J", "a\nb", ""] {
+            let e = Filters::from_args(&args(serde_json::json!({"environment_id": bad})))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("environment_id") && !e.contains('\u{1b}'), "{e}");
+            assert!(
+                Filters::from_args(&args(serde_json::json!({"task_id": bad}))).is_err(),
+                "{bad:?}"
+            );
+        }
+        // An outcome outside the enum is refused by the schema.
+        assert!(
+            serde_json::from_value::<ListTracesArgs>(
+                serde_json::json!({"run_id": "r", "outcome": "weird"})
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_cursor_binds_run_kind_step_and_filters() {
+        let none = Filters::default();
+        let some = Filters {
+            has_error: Some(true),
+            ..Filters::default()
+        };
+        let a = cursor_query("r", TraceKind::Train, None, &none);
+        assert_ne!(a, cursor_query("r", TraceKind::Eval, None, &none));
+        assert_ne!(a, cursor_query("r", TraceKind::Train, Some(1), &none));
+        assert_ne!(a, cursor_query("r", TraceKind::Train, None, &some));
+        assert_ne!(a, cursor_query("s", TraceKind::Train, None, &none));
+        assert_eq!(
+            a,
+            cursor_query("r", TraceKind::Train, None, &Filters::default())
+        );
     }
 }

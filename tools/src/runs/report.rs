@@ -72,6 +72,8 @@ pub struct ReportTraces {
     pub count_is_lower_bound: bool,
     pub local: usize,
     pub local_dir: Option<String>,
+    /// Train steps up to the latest without traces (null: could not check).
+    pub missing_uploads: Option<crate::traces::MissingUploads>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -405,7 +407,14 @@ pub async fn build_report(
         .iter()
         .all(|c| matches!(c.status.as_str(), "READY" | "FAILED"));
 
-    let traces = count_traces(state, &run, tr_dir.as_deref()).await;
+    let mut traces = count_traces(state, &run, tr_dir.as_deref()).await;
+    traces.missing_uploads = crate::traces::missing_uploads(
+        platform,
+        &run_scope(&run),
+        &run.id,
+        progress.as_ref().and_then(|p| p.latest_step),
+    )
+    .await;
     if traces.count > traces.local {
         next_calls.push(format!(
             "fetch_traces {}",
@@ -484,6 +493,7 @@ async fn count_traces(state: &AppState, run: &RlRun, dir: Option<&Path>) -> Repo
         count_is_lower_bound: false,
         local: 0,
         local_dir: dir.map(|d| d.display().to_string()),
+        missing_uploads: None,
     };
     let Ok(platform) = state.platform() else {
         return out;
