@@ -9,6 +9,8 @@
 
 use std::{path::PathBuf, sync::Arc};
 
+use futures::StreamExt as _;
+
 use factory_platform::{
     EpisodesQuery, PlatformClient, PlatformError, TeamScope, TraceRunsQuery, TracesClient,
     TracesQuery, wire::traces::TraceSummary,
@@ -156,6 +158,20 @@ const MAX_EPISODE_TRACE_PAGES: usize = 10;
 const MAX_EMPTY_PAGES: usize = 20;
 /// The manifest `fetch_traces` keeps in its destination.
 const MANIFEST: &str = "traces-manifest.jsonl";
+/// Trace downloads in flight at once (`fetch_traces`).
+const FETCH_CONCURRENCY: usize = 8;
+
+/// One trace's download, as `fetch_traces` takes it in listing order.
+enum Fetched {
+    /// Cancelled before it started.
+    Cancelled,
+    /// Not downloaded, and why.
+    Failed(String),
+    /// Already complete on disk (name, bytes).
+    Skipped(String, u64),
+    /// Downloaded (name, bytes).
+    Downloaded(String, u64),
+}
 /// The largest manifest read back when merging.
 const MANIFEST_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -863,40 +879,64 @@ pub(crate) async fn fetch_traces(
             out.not_downloaded.push(NotDownloaded { trace_id, reason });
         }
     }
-    for (i, t) in all.iter().enumerate() {
-        if call.ctx.ct.is_cancelled() {
-            out.cancelled = true;
-            break;
+    // Downloads run `FETCH_CONCURRENCY` at a time over the client's pooled connections; the
+    // answers are taken in listing order, so progress, the manifest and the failures read as
+    // if one file followed the other. Each file still appears under its final name only once
+    // complete and synced (the platform client's temporary file, renamed).
+    let ct = call.ctx.ct.clone();
+    let all_ref = &all;
+    let mut downloads = futures::stream::iter((0..all.len()).map(|k| {
+        let t = &all_ref[k];
+        let (traces, staging, dest_dir, ct) = (&traces, &staging, &dest_dir, &ct);
+        async move {
+            if ct.is_cancelled() {
+                return Fetched::Cancelled;
+            }
+            let Some(name) = safe_file_name(&t.trace_id) else {
+                return Fetched::Failed("the id is not usable as a file name".into());
+            };
+            // Files appear under their final name only after a complete, fsynced download (the
+            // platform client renames a finished temporary file), so an existing file of the
+            // advertised size is complete.
+            match dest_dir.regular_len(name.as_ref()) {
+                Some(len) if t.size_bytes.is_none_or(|s| s == len) => Fetched::Skipped(name, len),
+                _ => match crate::transfers::trace(traces, &t.trace_id, staging, dest_dir, &name)
+                    .await
+                {
+                    Ok(n) => Fetched::Downloaded(name, n),
+                    Err(e) => Fetched::Failed(e),
+                },
+            }
         }
-        let Some(name) = safe_file_name(&t.trace_id) else {
-            fail(
-                &mut out,
-                t.trace_id.chars().take(80).collect(),
-                "the id is not usable as a file name".into(),
-            );
-            continue;
+    }))
+    .buffered(FETCH_CONCURRENCY);
+    let mut i = 0;
+    while let Some(fetched) = downloads.next().await {
+        let t = &all[i];
+        i += 1;
+        let (name, bytes) = match fetched {
+            Fetched::Cancelled => {
+                out.cancelled = true;
+                break;
+            }
+            Fetched::Failed(reason) => {
+                let id = if safe_file_name(&t.trace_id).is_some() {
+                    t.trace_id.clone()
+                } else {
+                    t.trace_id.chars().take(80).collect()
+                };
+                fail(&mut out, id, reason);
+                continue;
+            }
+            Fetched::Skipped(name, len) => {
+                out.skipped += 1;
+                (name, len)
+            }
+            Fetched::Downloaded(name, n) => {
+                out.downloaded += 1;
+                (name, n)
+            }
         };
-        // Files appear under their final name only after a complete, fsynced download (the
-        // platform client renames a finished temporary file), so an existing file of the
-        // advertised size is complete.
-        let existing = dest_dir.regular_len(name.as_ref());
-        let (bytes, skipped) = match existing {
-            Some(len) if t.size_bytes.is_none_or(|s| s == len) => (len, true),
-            _ => match crate::transfers::trace(&traces, &t.trace_id, &staging, &dest_dir, &name)
-                .await
-            {
-                Ok(n) => (n, false),
-                Err(e) => {
-                    fail(&mut out, t.trace_id.clone(), e);
-                    continue;
-                }
-            },
-        };
-        if skipped {
-            out.skipped += 1;
-        } else {
-            out.downloaded += 1;
-        }
         out.bytes += bytes;
         entries.push(ManifestEntry {
             trace_id: t.trace_id.clone(),
@@ -908,13 +948,14 @@ pub(crate) async fn fetch_traces(
                 .ctx
                 .peer
                 .notify_progress(
-                    ProgressNotificationParam::new(token.clone(), (i + 1) as f64)
+                    ProgressNotificationParam::new(token.clone(), i as f64)
                         .with_total(count as f64)
-                        .with_message(format!("{} of {count} traces", i + 1)),
+                        .with_message(format!("{i} of {count} traces")),
                 )
                 .await;
         }
     }
+    drop(downloads);
     // The manifest: what earlier calls fetched into this directory, and this call's files.
     let earlier = factory_policies::files::read_file(
         state.workspace()?,
