@@ -53,7 +53,6 @@ pub fn publish(dir: &DestDir, staged: &Path, name: &Path) -> Result<u64, ToolErr
 /// Writes an export (`bytes`) as the file `rel` (a safe relative path) under the workspace
 /// directory `dest` — a path `resolve_for_write` returned — atomically and without following
 /// links. Returns the path written and its bytes.
-#[allow(dead_code)] // the export tools of issue 19 use it; remove this line with the first caller
 pub fn write_export(
     state: &AppState,
     dest: &Path,
