@@ -41,9 +41,8 @@ impl FileFormat {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ToFile {
-    /// csv or jsonl (default: the tool's).
     pub format: Option<FileFormat>,
-    /// Workspace directory (default factory-exports/<run_id>).
+    /// Under the workspace (default factory-exports/<run_id>).
     pub dest_dir: Option<String>,
 }
 

@@ -43,9 +43,9 @@ pub struct MetricsArgs {
     /// Records to return, newest kept, 1 to 500 (default 10; with a step range, all of it).
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
-    /// Only these metrics, e.g. loss, reward/mean (default all).
+    /// Only these metrics, e.g. loss, reward/mean.
     pub names: Option<Vec<String>>,
-    /// Write every record of the range to a file (default csv) instead of listing them.
+    /// Write every record of the range to a file (default csv).
     pub to_file: Option<ToFile>,
 }
 

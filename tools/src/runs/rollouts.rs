@@ -40,7 +40,7 @@ pub struct RolloutsArgs {
     /// Samples per page, 1 to 50 (default 10).
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u32>,
-    /// Write every sample of the step, texts whole, to a file (default jsonl) instead of a page.
+    /// Write every sample of the step, whole, to a file (default jsonl).
     pub to_file: Option<ToFile>,
 }
 
