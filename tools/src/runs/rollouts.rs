@@ -210,8 +210,11 @@ async fn export_step(
             rows.truncate(MAX_EXPORT_SAMPLES);
             break;
         }
-        let last_page = resp.total_pages.is_some_and(|p| u64::from(page) >= p);
-        if got == 0 || got < EXPORT_PAGE as usize || last_page {
+        // The page counts decide when they are known (the platform may serve fewer than asked
+        // per page); otherwise an empty page ends it.
+        let last_page = resp.total_pages.is_some_and(|p| u64::from(page) >= p)
+            || total.is_some_and(|t| rows.len() as u64 >= t);
+        if got == 0 || last_page {
             break;
         }
         page += 1;
