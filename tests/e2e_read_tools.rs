@@ -349,9 +349,13 @@ async fn tools_list_is_stable_and_small() {
     let value = serde_json::to_value(&tools).unwrap();
     let bytes = serde_json::to_vec(&value).unwrap().len();
     eprintln!("tools/list: {} tools, {bytes} bytes", tools.len());
-    // About 1.5 KB a tool, input descriptions included (output schemas are compacted): well
-    // under the size that makes clients drop tools. A jump means a schema went wrong.
-    assert!(bytes < 48_000, "tools/list grew to {bytes} bytes");
+    // Issue 19's budget: the model reads every description and input schema of this list on
+    // every turn. Output schemas are bare object roots (`schema::output_schema`); the table per
+    // tool is in docs/BUDGETS.md. Trim descriptions before raising this.
+    assert!(
+        bytes <= 24_000,
+        "tools/list is {bytes} bytes, over the 24 KB budget (docs/BUDGETS.md)"
+    );
     // One reviewed schema snapshot per tool, so a change reviews as that tool's diff (their
     // concatenation in name order was checked equal to the former whole-list snapshot).
     assert_eq!(tools.len(), 30, "a tool was added or removed: snapshot it");

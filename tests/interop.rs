@@ -470,6 +470,25 @@ async fn inspector_checks(
             }
             Err(e) => failures.push(format!("{what}: stdout is not JSON ({e})")),
         }
+        // Warnings do not change the exit code: count them, so none comes back unnoticed
+        // (issue 19: 198 nullable `type` arrays in output schemas before).
+        let warnings: Vec<String> = text(&out.stderr)
+            .split("\n\n")
+            .filter(|b| b.trim_start().starts_with("Warning"))
+            .map(str::to_string)
+            .collect();
+        if !warnings.is_empty() {
+            failures.push(format!(
+                "{what}: {} portability warning(s):\n{}",
+                warnings.len(),
+                warnings
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            ));
+        }
         if !out.status.success() {
             let stderr = text(&out.stderr);
             let problems: Vec<&str> = stderr

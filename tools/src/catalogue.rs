@@ -115,7 +115,7 @@ pub const WHOAMI: ToolSpec = ToolSpec {
     toolset: Toolset::Account,
     hints: READ,
     title: "Who am I",
-    description: "The platform user; the owner calls act for (active team, personal, or ambiguous with the teams listed); base URL; the API key masked to its last 4 characters; the active policy.",
+    description: "The platform user; the owner calls act for (active team, personal, or ambiguous, teams listed); base URL; the API key masked; the active policy.",
 };
 
 pub const LIST_TEAMS: ToolSpec = ToolSpec {
@@ -139,7 +139,7 @@ pub const LIST_GPUS: ToolSpec = ToolSpec {
     toolset: Toolset::Account,
     hints: READ,
     title: "List GPU types",
-    description: "GPU types available for training: on-demand offers with their price per GPU-hour and availability, and reserved-capacity types (no published price).",
+    description: "GPU types for training: on-demand offers with price per GPU-hour and availability, and reserved-capacity types (no published price).",
 };
 
 pub const VALIDATE_CONFIG: ToolSpec = ToolSpec {
@@ -147,7 +147,7 @@ pub const VALIDATE_CONFIG: ToolSpec = ToolSpec {
     toolset: Toolset::Config,
     hints: READ,
     title: "Validate a prime-rl config",
-    description: "Validate a prime-rl TOML config (workspace file or inline) against a pinned copy of the schema (unless the policy configures a checkout) and the hosted-run rules; findings carry severity, dotted path, message, hint.",
+    description: "Validate a prime-rl TOML config (workspace file or inline) against the pinned schema (or the policy's checkout) and the hosted-run rules; findings carry severity, path, message, hint.",
 };
 
 pub const PLAN_RUN: ToolSpec = ToolSpec {
@@ -163,7 +163,7 @@ pub const LAUNCH_RUN: ToolSpec = ToolSpec {
     toolset: Toolset::Launch,
     hints: hints(false, false, true, true),
     title: "Launch a planned run",
-    description: "Launch the run of a plan_id (billable) after a person confirms it; at most one run per plan, even across retries. On success, follow it with watch_run or get_progress.",
+    description: "Launch the run of a plan_id (billable) after a person confirms it; at most one run per plan, even across retries. Then watch_run or get_progress.",
 };
 
 pub const RESUME_RUN: ToolSpec = ToolSpec {
@@ -211,7 +211,7 @@ pub const LIST_RUNS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "List runs",
-    description: "Training runs, newest first, each labelled with its owner; without team_id or personal, of every owner the key can act for (personal and each team); optional status filter.",
+    description: "Training runs, newest first, each with its owner; without team_id or personal, of every owner the key can act for; optional status filter.",
 };
 
 pub const GET_RUN: ToolSpec = ToolSpec {
@@ -227,7 +227,7 @@ pub const GET_COMPONENTS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "Run components",
-    description: "The run's components as the CLI lists them (orchestrator or trainer, env servers) with their states, and the log components get_logs accepts for the run (trainer, inference, …).",
+    description: "The run's components (orchestrator or trainer, env servers) with their states, and the log components get_logs accepts for it.",
 };
 
 pub const GET_LOGS: ToolSpec = ToolSpec {
@@ -251,7 +251,7 @@ pub const GET_METRICS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "Run metrics",
-    description: "Per-step training metrics of a run, optionally within a step range.",
+    description: "Training metrics of a run: by default each metric's first, last, min, max and trend, plus the newest 10 steps; a step range lists its records; to_file writes them all to the workspace.",
 };
 
 pub const GET_PROGRESS: ToolSpec = ToolSpec {
@@ -275,7 +275,7 @@ pub const GET_ROLLOUTS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "Run rollouts",
-    description: "Rollout samples (prompt, completion, reward) of an RL run at one step (default: the latest), paged and bounded.",
+    description: "Rollout samples (prompt, completion, reward) of an RL run at one step (default: the latest), paged and bounded; to_file writes all of the step's to the workspace.",
 };
 
 pub const GET_DISTRIBUTIONS: ToolSpec = ToolSpec {

@@ -19,6 +19,7 @@ mod checker_gate;
 mod config_tool;
 mod confirm;
 pub mod error;
+mod export;
 mod figures;
 mod ids;
 mod launch;

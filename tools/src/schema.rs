@@ -1,7 +1,7 @@
 //! Portable JSON Schemas for tool inputs (object root, everything inlined, no `$ref`/`$defs`,
 //! no nullable type unions, no boolean schemas, no composition keywords, standard formats only)
-//! — the shapes every real client accepts (`reference/mcp-notes.md` §5.4) — and the walker
-//! that checks a schema against those rules.
+//! — the shapes every real client accepts (`reference/mcp-notes.md` §5.4) —, the output schema
+//! every tool declares (an object root), and the walkers that check both.
 
 use std::sync::Arc;
 
@@ -136,54 +136,26 @@ pub fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
     Arc::new(obj)
 }
 
-/// The output schema of a result type: inlined and object-rooted; nullability is kept so that
-/// clients validating `structuredContent` against it accept `null` fields.
-pub fn output_schema<T: JsonSchema>() -> Arc<JsonObject> {
-    let settings = SchemaSettings::draft2020_12()
-        .with(|s| s.inline_subschemas = true)
-        .with_transform(ReplaceBoolSchemas::default())
-        .with_transform(RestrictFormats::default());
-    let mut obj = to_object(settings.into_generator().into_root_schema_for::<T>());
-    obj.remove("description");
-    compact(&mut obj);
+/// The output schema of every tool: `{"type": "object"}`: the result is a JSON object (an
+/// object root is what clients of protocol revisions before 2026-07-28 require), sent as
+/// `structuredContent` and as the text block.
+///
+/// Why no field tree: clients use an output schema only to validate `structuredContent` (the
+/// Python SDK, the TypeScript SDK and Claude Code do; none shows it to the model, which reads the
+/// description, the input schema and the result itself), yet the field trees were half of every
+/// `tools/list` (22 KB of 44; `docs/BUDGETS.md` measures the alternatives). The model-facing
+/// parts — descriptions and input schemas — are what the 24 KB budget is spent on. Each
+/// result's fields are documented on its Rust type. This form has none of the nullable `type`
+/// arrays, `$ref`s or untyped subschemas strict clients warn about (`reference/mcp-notes.md`
+/// §5.4).
+pub fn output_schema() -> Arc<JsonObject> {
+    let mut obj = JsonObject::new();
+    obj.insert("type".into(), Value::String("object".into()));
     Arc::new(obj)
 }
 
-/// Drop what a client does not need to validate a result (descriptions, titles, the `minimum: 0`
-/// of unsigned integers): output schemas are sent with every `tools/list`, and the tool's own
-/// description already says what the result means.
-fn compact(schema: &mut JsonObject) {
-    schema.remove("description");
-    schema.remove("title");
-    if schema.get("minimum") == Some(&Value::from(0)) {
-        schema.remove("minimum");
-    }
-    // Recurse into subschemas only: the keys of `properties` are field names, not keywords.
-    if let Some(Value::Object(props)) = schema.get_mut("properties") {
-        for (_, sub) in props.iter_mut() {
-            if let Value::Object(inner) = sub {
-                compact(inner);
-            }
-        }
-    }
-    for key in ["items", "additionalProperties"] {
-        if let Some(Value::Object(inner)) = schema.get_mut(key) {
-            compact(inner);
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(Value::Array(branches)) = schema.get_mut(key) {
-            for b in branches.iter_mut() {
-                if let Value::Object(inner) = b {
-                    compact(inner);
-                }
-            }
-        }
-    }
-}
-
-/// Problems in an output schema that strict clients reject: boolean schemas and references
-/// (nullable unions are allowed there, since results do carry nulls).
+/// Problems in an output schema that strict clients reject or warn about: boolean schemas,
+/// references and `type` arrays (the Inspector's `--strict` `type-union`).
 #[cfg(test)]
 pub fn output_violations(schema: &Value) -> Vec<String> {
     fn walk_out(v: &Value, path: &str, out: &mut Vec<String>) {
@@ -194,6 +166,9 @@ pub fn output_violations(schema: &Value) -> Vec<String> {
                     if obj.contains_key(key) {
                         out.push(format!("{path}: uses `{key}`"));
                     }
+                }
+                if let Some(t @ Value::Array(_)) = obj.get("type") {
+                    out.push(format!("{path}: type is {t}, not a single type name"));
                 }
                 for (k, sub) in obj {
                     match (k.as_str(), sub) {
@@ -382,23 +357,17 @@ mod tests {
     }
 
     #[test]
-    fn compacting_output_schemas_keeps_fields_named_like_keywords() {
-        #[allow(dead_code)]
-        #[derive(serde::Serialize, JsonSchema)]
-        struct Out {
-            /// A doc comment that compaction drops.
-            description: String,
-            title: Option<String>,
-            count: u32,
-        }
-        let s = Value::Object((*output_schema::<Out>()).clone());
-        let props = s["properties"].as_object().unwrap();
-        assert!(
-            props.contains_key("description") && props.contains_key("title"),
-            "{s:#}"
+    fn output_schemas_are_portable_object_roots() {
+        let s = Value::Object((*output_schema()).clone());
+        assert_eq!(s, json!({"type": "object"}));
+        assert_eq!(output_violations(&s), Vec::<String>::new());
+        // The walker catches the nullable `type` arrays the Inspector's `--strict` warns about.
+        assert_eq!(
+            output_violations(
+                &json!({"type": "object", "properties": {"a": {"type": ["string", "null"]}}})
+            ),
+            vec!["$.a: type is [\"string\",\"null\"], not a single type name".to_string()]
         );
-        assert!(props["description"].get("description").is_none());
-        assert!(props["count"].get("minimum").is_none());
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
     pub fn new<A, O, F, Fut>(spec: &'static ToolSpec, f: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
-        O: Serialize + JsonSchema + Send + 'static,
+        O: Serialize + Send + 'static,
         F: Fn(Arc<S>, A, Call) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult<O>> + Send + 'static,
     {
@@ -67,7 +67,7 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
         let tool = Tool::new(spec.name, spec.description, schema::input_schema::<A>())
             .with_title(spec.title)
             .with_annotations(annotations)
-            .with_raw_output_schema(schema::output_schema::<O>());
+            .with_raw_output_schema(schema::output_schema());
         let f = Arc::new(f);
         let handler: Handler<S> = Arc::new(move |state: Arc<S>, args, call| {
             let f = f.clone();

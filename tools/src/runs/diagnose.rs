@@ -29,7 +29,6 @@ const ERROR_LINE_CHARS: usize = 600;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiagnoseArgs {
-    /// The run id (from list_runs or launch_run).
     pub run_id: String,
 }
 

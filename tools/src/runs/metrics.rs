@@ -1,4 +1,6 @@
-//! `get_metrics` and `get_progress`.
+//! `get_metrics` (a summary per metric and the newest records by default; a range, or every
+//! record written to a file, on request) and `get_progress`.
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use factory_platform::MetricsQuery;
@@ -8,12 +10,27 @@ use serde_json::Value;
 
 use crate::{
     error::ToolError,
+    export::{self, Exported, FileFormat, ToFile},
     reply::{Outcome, ToolResult},
     server::Call,
     state::{AppState, check_id},
 };
 
 use super::*;
+
+/// Records of the default answer: the newest steps.
+const DEFAULT_RECORDS: usize = 10;
+/// Bytes of summary and records in the default answer (the whole answer stays under 4 KB).
+const DEFAULT_ANSWER_BYTES: usize = 3_500;
+/// Bytes of summary and records when the caller asked for a range or a count (under the 16 KB
+/// cap on any answer).
+const ASKED_ANSWER_BYTES: usize = 14_000;
+/// Points the trend is fitted over: the newest of the window.
+const TREND_POINTS: usize = 10;
+/// A fitted change smaller than this share of the values' mean magnitude is "flat".
+const FLAT_SHARE: f64 = 0.02;
+/// Most metric names `names` may list.
+const MAX_NAMES: usize = 50;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -23,18 +40,192 @@ pub struct MetricsArgs {
     pub min_step: Option<i64>,
     /// Only steps at or before this one.
     pub max_step: Option<i64>,
-    /// Most records to return, 1 to 500 (the newest are kept).
+    /// Records to return, newest kept, 1 to 500 (default 10; with a step range, all of it).
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
+    /// Only these metrics, e.g. loss, reward/mean.
+    pub names: Option<Vec<String>>,
+    /// Write every record of the range to a file (default csv).
+    pub to_file: Option<ToFile>,
+}
+
+/// One metric over the window.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MetricSummary {
+    pub first: f64,
+    pub last: f64,
+    pub min: f64,
+    pub max: f64,
+    /// rising, falling or flat: the sign of the least-squares line through the newest 10
+    /// points, flat when its change over them is under 2% of their mean magnitude; null with
+    /// fewer than 3 points.
+    pub trend: Option<&'static str>,
+    /// That fitted change, in percent of the points' mean magnitude.
+    pub change_pct: Option<f64>,
+}
+
+/// The steps a summary covers.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Window {
+    pub first_step: Option<i64>,
+    pub last_step: Option<i64>,
+    pub records: usize,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct MetricsOut {
     pub run_id: String,
-    /// Per-step records as the platform sends them (`step` plus metric values).
+    pub window: Window,
+    /// Per metric over the window (values to 6 significant digits; files keep them exact).
+    pub summary: BTreeMap<String, MetricSummary>,
+    /// The newest records of the window, as the platform sends them (`step` plus values).
     pub metrics: Vec<Value>,
     pub count: usize,
+    /// Fewer records (or metric summaries) than the window holds are listed.
     pub truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exported: Option<Exported>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+fn check_names(names: &[String]) -> Result<(), ToolError> {
+    if names.is_empty() || names.len() > MAX_NAMES {
+        return Err(ToolError::new(format!(
+            "`names` lists 1 to {MAX_NAMES} metric names; got {}.",
+            names.len()
+        )));
+    }
+    for n in names {
+        if n.is_empty()
+            || n.len() > 128
+            || n.contains(char::is_whitespace)
+            || !factory_policies::untrusted::is_plain(n)
+        {
+            return Err(ToolError::new(
+                "`names` are metric names as records carry them (e.g. loss, reward/mean): 1 to 128 characters, no spaces or control characters.",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn step_of(record: &Value) -> Option<i64> {
+    record.get("step").and_then(Value::as_i64)
+}
+
+/// `record` with only `step` and the named metrics.
+fn keep_names(record: Value, names: &[String]) -> Value {
+    match record {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(k, _)| k == "step" || names.contains(k))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// `x` to 6 significant digits: enough to read a curve, a third of the bytes of a full float.
+fn sig6(x: f64) -> f64 {
+    format!("{x:.5e}").parse().unwrap_or(x)
+}
+
+/// The trend of `points` (step, value), oldest first: the least-squares slope times the steps
+/// they span, as a share of their mean magnitude.
+fn trend(points: &[(f64, f64)]) -> (Option<&'static str>, Option<f64>) {
+    if points.len() < 3 {
+        return (None, None);
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx == 0.0 {
+        return (None, None);
+    }
+    let slope = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx;
+    let span = points[points.len() - 1].0 - points[0].0;
+    let change = slope * span;
+    let scale = points.iter().map(|p| p.1.abs()).sum::<f64>() / n;
+    if scale == 0.0 || !change.is_finite() {
+        return (Some("flat"), None);
+    }
+    let share = change / scale;
+    let word = if share > FLAT_SHARE {
+        "rising"
+    } else if share < -FLAT_SHARE {
+        "falling"
+    } else {
+        "flat"
+    };
+    (Some(word), Some((share * 1000.0).round() / 10.0))
+}
+
+/// Every numeric metric (all keys but `step`) of `records`, oldest first.
+fn summarise(records: &[Value]) -> BTreeMap<String, MetricSummary> {
+    let mut series: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for (i, r) in records.iter().enumerate() {
+        let Value::Object(map) = r else { continue };
+        let x = step_of(r).map_or(i as f64, |s| s as f64);
+        for (k, v) in map {
+            if let (false, Some(y)) = (k == "step", v.as_f64()) {
+                series.entry(k).or_default().push((x, y));
+            }
+        }
+    }
+    series
+        .into_iter()
+        .map(|(name, pts)| {
+            let ys = pts.iter().map(|p| p.1);
+            let (trend, change_pct) = trend(&pts[pts.len().saturating_sub(TREND_POINTS)..]);
+            let summary = MetricSummary {
+                first: sig6(pts[0].1),
+                last: sig6(pts[pts.len() - 1].1),
+                min: sig6(ys.clone().fold(f64::INFINITY, f64::min)),
+                max: sig6(ys.fold(f64::NEG_INFINITY, f64::max)),
+                trend,
+                change_pct,
+            };
+            (name.to_string(), summary)
+        })
+        .collect()
+}
+
+/// Fills `budget` bytes: the summary first (metrics in name order, the rest dropped and
+/// counted), then the newest of `records`, at most `wanted`. Returns the number of metrics
+/// dropped and the records kept, oldest first.
+fn fit(
+    summary: &mut BTreeMap<String, MetricSummary>,
+    records: &[Value],
+    wanted: usize,
+    mut budget: usize,
+) -> (usize, Vec<Value>) {
+    let mut omitted = 0;
+    let mut used = 0;
+    summary.retain(|name, s| {
+        let cost = name.len() + json_len(s) + 4;
+        let keep = used + cost <= budget;
+        used += if keep { cost } else { 0 };
+        omitted += usize::from(!keep);
+        keep
+    });
+    budget -= used;
+    let mut kept = Vec::new();
+    for r in records.iter().rev().take(wanted) {
+        let cost = json_len(r) + 1;
+        if cost > budget {
+            break;
+        }
+        budget -= cost;
+        kept.push(r.clone());
+    }
+    kept.reverse();
+    (omitted, kept)
+}
+
+fn json_len<T: Serialize>(v: &T) -> usize {
+    serde_json::to_string(v).map_or(0, |s| s.len())
 }
 
 pub(super) async fn get_metrics(
@@ -50,11 +241,23 @@ pub(super) async fn get_metrics(
             "`min_step` ({a}) is after `max_step` ({b})."
         )));
     }
-    let cap = args
-        .limit
-        .map(|l| l as usize)
-        .unwrap_or(state.limits.metric_records)
-        .clamp(1, state.limits.metric_records);
+    if let Some(names) = &args.names {
+        check_names(names)?;
+    }
+    let ranged = args.min_step.is_some() || args.max_step.is_some();
+    let asked = args.limit.is_some() || ranged;
+    let wanted = match (args.limit, &args.to_file) {
+        (Some(l), _) => l as usize,
+        (None, Some(_)) => 0,
+        (None, None) if ranged => state.limits.metric_records,
+        (None, None) => DEFAULT_RECORDS,
+    }
+    .min(state.limits.metric_records);
+    // Resolved before the platform is asked, so a bad dest_dir fails fast.
+    let target = match &args.to_file {
+        Some(t) => Some(t.target(&state, &args.run_id, FileFormat::Csv)?),
+        None => None,
+    };
     let resp = state
         .platform()?
         .get_metrics(
@@ -69,19 +272,72 @@ pub(super) async fn get_metrics(
         )
         .await
         .map_err(|e| not_found_or(&args.run_id, "get metrics of run", e))?;
-    let mut metrics = resp.metrics;
-    let truncated = metrics.len() > cap;
-    if truncated {
-        metrics.drain(..metrics.len() - cap);
+    let mut records = resp.metrics;
+    records.sort_by_key(|r| step_of(r).unwrap_or(i64::MIN));
+    if let Some(names) = &args.names {
+        records = records.into_iter().map(|r| keep_names(r, names)).collect();
     }
+    let window = Window {
+        first_step: records.first().and_then(step_of),
+        last_step: records.last().and_then(step_of),
+        records: records.len(),
+    };
+    let mut summary = summarise(&records);
+    let exported = match target {
+        Some((dest, format)) => {
+            Some(export::write_rows(&state, dest, "metrics", format, records.clone()).await?)
+        }
+        None => None,
+    };
+
+    let budget = if asked {
+        ASKED_ANSWER_BYTES
+    } else {
+        DEFAULT_ANSWER_BYTES
+    };
+    let (omitted, metrics) = fit(&mut summary, &records, wanted, budget);
     let count = metrics.len();
+    let truncated = count < records.len() || omitted > 0;
+    let mut notes = Vec::new();
+    if records.is_empty() {
+        notes.push("No metric records in this window yet.".to_string());
+    }
+    if omitted > 0 {
+        notes.push(format!(
+            "{omitted} metric(s) not summarised to keep the answer small: limit 1 shows every name; pass the ones you need as names, or export all with to_file."
+        ));
+    }
+    if count < records.len() && exported.is_none() {
+        notes.push(format!(
+            "Listing the newest {count} of {} records: ask for a range (min_step, max_step, limit) or write them all with to_file.",
+            records.len()
+        ));
+    }
+    let summary_line = format!(
+        "{} metric(s) of run {} over {} record(s){}; {count} listed{}",
+        summary.len() + omitted,
+        args.run_id,
+        records.len(),
+        match (window.first_step, window.last_step) {
+            (Some(a), Some(b)) => format!(" (steps {a}–{b})"),
+            _ => String::new(),
+        },
+        exported
+            .as_ref()
+            .map(|e| format!("; {} row(s) written to {}", e.rows, e.path))
+            .unwrap_or_default()
+    );
     Ok(Outcome::done(
-        format!("{count} metric record(s) of run {}", args.run_id),
+        summary_line,
         MetricsOut {
             run_id: args.run_id,
+            window,
+            summary,
             metrics,
             count,
             truncated,
+            exported,
+            note: (!notes.is_empty()).then(|| notes.join(" ")),
         },
     ))
 }
@@ -122,4 +378,97 @@ pub(super) async fn get_progress(
             last_updated_at: p.last_updated_at,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn line(n: usize, f: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
+        (1..=n).map(|i| (i as f64, f(i as f64))).collect()
+    }
+
+    #[test]
+    fn trend_is_the_fitted_change_over_the_points_as_a_share_of_their_size() {
+        // loss 2.0, 1.9, … 1.1 over 10 steps: a fitted change of -0.9 on a mean of 1.55.
+        let (word, pct) = trend(&line(10, |x| 2.1 - 0.1 * x));
+        assert_eq!(word, Some("falling"));
+        assert_eq!(pct, Some(-58.1));
+        assert_eq!(trend(&line(10, |x| 0.1 * x)).0, Some("rising"));
+        // Noise of 1% around 1.0 is flat.
+        let (word, _) = trend(&line(10, |x| 1.0 + 0.01 * (x % 2.0)));
+        assert_eq!(word, Some("flat"));
+        assert_eq!(trend(&line(10, |_| 0.0)), (Some("flat"), None));
+        assert_eq!(trend(&line(2, |x| x)), (None, None));
+    }
+
+    #[test]
+    fn summary_covers_every_numeric_metric_in_step_order() {
+        let records = vec![
+            json!({"step": 1, "loss": 3.0, "note": "x"}),
+            json!({"step": 2, "loss": 1.0, "reward/mean": 0.5}),
+            json!({"step": 3, "loss": 2.0, "reward/mean": 0.123456789}),
+        ];
+        let s = summarise(&records);
+        assert_eq!(s.keys().collect::<Vec<_>>(), ["loss", "reward/mean"]);
+        let loss = &s["loss"];
+        assert_eq!(
+            (loss.first, loss.last, loss.min, loss.max),
+            (3.0, 2.0, 1.0, 3.0)
+        );
+        assert_eq!(loss.trend, Some("falling"));
+        let reward = &s["reward/mean"];
+        assert_eq!((reward.first, reward.last), (0.5, 0.123457));
+        assert_eq!(reward.trend, None, "two points give no trend");
+    }
+
+    #[test]
+    fn many_metrics_still_fit_the_default_answer() {
+        // 60 metrics with long names and full-precision values, 150 steps.
+        let records: Vec<Value> = (1..=150)
+            .map(|step| {
+                let mut r = serde_json::Map::new();
+                r.insert("step".into(), json!(step));
+                for m in 0..60 {
+                    let v = 1.0 / (step as f64 + m as f64 + 0.123456789);
+                    r.insert(format!("train/metric_number_{m:02}/mean"), json!(v));
+                }
+                Value::Object(r)
+            })
+            .collect();
+        let mut summary = summarise(&records);
+        assert_eq!(summary.len(), 60);
+        let (omitted, kept) = fit(
+            &mut summary,
+            &records,
+            DEFAULT_RECORDS,
+            DEFAULT_ANSWER_BYTES,
+        );
+        let bytes = json_len(&summary) + json_len(&kept);
+        assert!(bytes <= DEFAULT_ANSWER_BYTES, "{bytes}");
+        assert_eq!(omitted + summary.len(), 60);
+        assert!(omitted > 0 && kept.is_empty(), "{omitted} {}", kept.len());
+        // Named metrics (a handful) leave room for the newest records.
+        let few: Vec<Value> = records
+            .into_iter()
+            .map(|r| keep_names(r, &["train/metric_number_01/mean".into()]))
+            .collect();
+        let mut summary = summarise(&few);
+        let (omitted, kept) = fit(&mut summary, &few, DEFAULT_RECORDS, DEFAULT_ANSWER_BYTES);
+        assert_eq!((omitted, kept.len()), (0, DEFAULT_RECORDS));
+        assert_eq!(kept[9]["step"], 150);
+    }
+
+    #[test]
+    fn metric_names_are_checked() {
+        assert!(check_names(&["loss".into(), "reward/mean".into()]).is_ok());
+        assert!(check_names(&[]).is_err());
+        assert!(check_names(&["a b".into()]).is_err());
+        assert!(check_names(&["a\u{1b}[2J".into()]).is_err());
+        assert!(check_names(&["loss\u{202e}".into()]).is_err());
+        assert!(check_names(&vec!["x".to_string(); MAX_NAMES + 1]).is_err());
+        let kept = keep_names(json!({"step": 4, "loss": 1, "lr": 2}), &["loss".into()]);
+        assert_eq!(kept, json!({"step": 4, "loss": 1}));
+    }
 }

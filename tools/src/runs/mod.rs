@@ -125,7 +125,7 @@ impl From<&RlRun> for RunSummary {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListRunsArgs {
-    /// List only this team's runs (without team_id or personal: every owner the key can act for).
+    /// Only this team's runs.
     pub team_id: Option<String>,
     /// List only the personal account's runs.
     pub personal: Option<bool>,
@@ -137,7 +137,7 @@ pub struct ListRunsArgs {
     /// Runs per page, 1 to 100 (default 20).
     #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
-    /// Only runs in this status (filtered by this server over the pages it reads).
+    /// Only runs in this status.
     pub status: Option<StatusArg>,
 }
 
@@ -336,7 +336,6 @@ async fn list_every_owner(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunIdArgs {
-    /// The run id (from list_runs or launch_run).
     pub run_id: String,
 }
 

@@ -1,4 +1,5 @@
-//! The RL signals: `get_rollouts` (sample rollouts, long texts shortened) and
+//! The RL signals: `get_rollouts` (sample rollouts, long texts shortened; every sample of a step,
+//! whole, written to a file on request) and
 //! `get_distributions` (reward and advantage histograms).
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use serde_json::Value;
 
 use crate::{
     error::ToolError,
+    export::{self, Exported, FileFormat, ToFile},
     reply::{Outcome, ToolResult},
     server::Call,
     state::{AppState, check_id},
@@ -20,6 +22,10 @@ use super::*;
 
 /// Longest string kept inside one rollout sample (prompts and completions can be long).
 const SAMPLE_STRING_CHARS: usize = 2000;
+/// Samples per platform page while exporting (the CLI's page size).
+const EXPORT_PAGE: u32 = 100;
+/// Most samples one export writes.
+const MAX_EXPORT_SAMPLES: usize = 10_000;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +40,8 @@ pub struct RolloutsArgs {
     /// Samples per page, 1 to 50 (default 10).
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u32>,
+    /// Write every sample of the step, whole, to a file (default jsonl).
+    pub to_file: Option<ToFile>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -47,6 +55,8 @@ pub struct RolloutsOut {
     pub total_pages: Option<u64>,
     pub truncated: bool,
     pub note: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exported: Option<Exported>,
 }
 
 /// Shorten every string longer than `max` chars inside `v`.
@@ -81,6 +91,11 @@ pub(super) async fn get_rollouts(
             "`page` starts at 1 and `limit` is 1 to 50; got page {page}, limit {limit}"
         )));
     }
+    // Resolved before the platform is asked, so a bad dest_dir fails fast.
+    let target = match &args.to_file {
+        Some(t) => Some(t.target(&state, &args.run_id, FileFormat::Jsonl)?),
+        None => None,
+    };
     let platform = state.platform()?;
     let step = match args.step {
         Some(s) if s < 0 => {
@@ -110,9 +125,13 @@ pub(super) async fn get_rollouts(
                 note: Some(
                     "No step has samples yet (SFT runs have none; RL runs have them once steps complete). watch_run until_step 1, then call again.".into(),
                 ),
+                exported: None,
             },
         ));
     };
+    if let Some(target) = target {
+        return export_step(&state, args.run_id, step, target).await;
+    }
     let resp = platform
         .get_samples(&args.run_id, &SamplesQuery { step, page, limit })
         .await
@@ -133,7 +152,7 @@ pub(super) async fn get_rollouts(
     }
     let count = samples.len();
     let note = truncated.then(|| {
-        "Some texts or samples were cut to keep the answer small: ask for fewer samples (limit) or the next page.".to_string()
+        "Some texts or samples were cut to keep the answer small: ask for fewer samples (limit) or the next page, or write them whole with to_file.".to_string()
     });
     Ok(Outcome::done(
         format!(
@@ -153,6 +172,74 @@ pub(super) async fn get_rollouts(
             total_pages: resp.total_pages,
             truncated,
             note,
+            exported: None,
+        },
+    ))
+}
+
+/// Writes every sample of `step` (all pages, texts whole, redacted) into the export file.
+async fn export_step(
+    state: &Arc<AppState>,
+    run_id: String,
+    step: i64,
+    (dest, format): (std::path::PathBuf, FileFormat),
+) -> ToolResult<RolloutsOut> {
+    let platform = state.platform()?;
+    let mut rows = Vec::new();
+    let mut total = None;
+    let mut page = 1;
+    let mut capped = false;
+    loop {
+        let resp = platform
+            .get_samples(
+                &run_id,
+                &SamplesQuery {
+                    step,
+                    page,
+                    limit: EXPORT_PAGE,
+                },
+            )
+            .await
+            .map_err(|e| not_found_or(&run_id, "get samples of run", e))?;
+        total = resp.total.or(total);
+        let got = resp.samples.len();
+        rows.extend(resp.samples);
+        if rows.len() >= MAX_EXPORT_SAMPLES {
+            capped =
+                rows.len() > MAX_EXPORT_SAMPLES || total.is_none_or(|t| t as usize > rows.len());
+            rows.truncate(MAX_EXPORT_SAMPLES);
+            break;
+        }
+        // The page counts decide when they are known (the platform may serve fewer than asked
+        // per page); otherwise an empty page ends it.
+        let last_page = resp.total_pages.is_some_and(|p| u64::from(page) >= p)
+            || total.is_some_and(|t| rows.len() as u64 >= t);
+        if got == 0 || last_page {
+            break;
+        }
+        page += 1;
+    }
+    let exported =
+        export::write_rows(state, dest, &format!("rollouts_step_{step}"), format, rows).await?;
+    let note = capped.then(|| {
+        format!("The file holds the first {MAX_EXPORT_SAMPLES} samples of the step, the most one export writes.")
+    });
+    Ok(Outcome::done(
+        format!(
+            "{} rollout sample(s) of run {run_id} at step {step} written to {}",
+            exported.rows, exported.path
+        ),
+        RolloutsOut {
+            run_id,
+            step: Some(step),
+            samples: Vec::new(),
+            count: 0,
+            total,
+            page: 1,
+            total_pages: None,
+            truncated: capped,
+            note,
+            exported: Some(exported),
         },
     ))
 }
