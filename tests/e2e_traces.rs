@@ -100,7 +100,7 @@ async fn list_traces_filters_as_the_cli_does_and_counts_what_it_cannot_see() {
         "{summary}"
     );
 
-    let (all, _) = all_pages(&c, json!({"run_id": run, "limit": 100})).await;
+    let (all, _) = all_pages(&c, json!({"run_id": run, "limit": 40})).await;
     assert_eq!(all.len(), 100);
     assert_eq!(ids(&all).len(), 100, "no trace twice");
     let expect = |pred: &dyn Fn(&Value) -> bool| -> BTreeSet<String> {
@@ -550,7 +550,7 @@ async fn list_traces_agrees_with_the_prime_cli_filter_by_filter() {
     for (filter, flags) in cases {
         let mut args = filter.clone();
         args["run_id"] = json!(run);
-        args["limit"] = json!(100);
+        args["limit"] = json!(40);
         let (ours, _) = all_pages(&c, args).await;
         let theirs = cli_ids(&bin, &w, home.path(), &run, &flags).await;
         assert_eq!(ids(&ours), theirs, "{filter} vs prime {flags:?}");

@@ -84,8 +84,8 @@ pub struct ListTracesArgs {
     /// e.g. reverse-text
     pub environment_id: Option<String>,
     pub task_id: Option<String>,
-    /// Traces per page, 1 to 100 (default 10).
-    #[schemars(range(min = 1, max = 100))]
+    /// Traces per page, 1 to 40 (default 10).
+    #[schemars(range(min = 1, max = 40))]
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
@@ -158,6 +158,8 @@ const MAX_EPISODE_TRACE_PAGES: usize = 10;
 const MAX_EMPTY_PAGES: usize = 20;
 /// The manifest `fetch_traces` keeps in its destination.
 const MANIFEST: &str = "traces-manifest.jsonl";
+/// The largest `list_traces` page.
+const LIST_MAX: u32 = 40;
 /// Trace downloads in flight at once (`fetch_traces`).
 const FETCH_CONCURRENCY: usize = 8;
 
@@ -578,7 +580,8 @@ async fn list_traces(
 ) -> ToolResult<ListTracesOut> {
     check_id("run", &args.run_id)?;
     let kind = args.kind.unwrap_or_default();
-    let limit = args.limit.unwrap_or(10).clamp(1, 100) as usize;
+    // At most 40 a page: a page of 40 stays well under the 16 KB result cap (~300 B a trace).
+    let limit = args.limit.unwrap_or(10).clamp(1, LIST_MAX) as usize;
     if args.step.is_some_and(|s| s < 0) {
         return Err(ToolError::bad_argument("`step` must be 0 or more."));
     }

@@ -17,8 +17,8 @@ use super::*;
 
 /// Checkpoints per page of `list_checkpoints` by default: ten keep the answer near 3 KB.
 pub(crate) const DEFAULT_LIMIT: u32 = 10;
-/// Most checkpoints per page.
-pub(crate) const MAX_LIMIT: u32 = 100;
+/// Most checkpoints per page: forty stay well under the 16 KB result cap (~300 B each).
+pub(crate) const MAX_LIMIT: u32 = 40;
 
 /// Where a page of checkpoints sits among all of them (newest first).
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
@@ -105,8 +105,8 @@ pub struct CheckpointsArgs {
     /// Page, from 1 (default 1: the newest checkpoints).
     #[schemars(range(min = 1))]
     pub page: Option<u32>,
-    /// Checkpoints per page, 1 to 100 (default 10).
-    #[schemars(range(min = 1, max = 100))]
+    /// Checkpoints per page, 1 to 40 (default 10).
+    #[schemars(range(min = 1, max = 40))]
     pub limit: Option<u32>,
 }
 
@@ -262,8 +262,8 @@ mod tests {
     #[test]
     fn limit_is_clamped_to_its_range() {
         let (shown, p) = steps(None, Some(1000), 150);
-        assert_eq!((shown.len(), p.limit), (100, 100));
-        let (shown, p) = steps(Some(u32::MAX), Some(100), 150);
+        assert_eq!((shown.len(), p.limit), (40, 40));
+        let (shown, p) = steps(Some(u32::MAX), Some(40), 150);
         assert!(shown.is_empty());
         assert_eq!(p.next_page, None);
     }

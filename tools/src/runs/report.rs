@@ -44,8 +44,8 @@ pub struct RunReportArgs {
     /// Page of the checkpoint list, from 1 (default 1: the newest).
     #[schemars(range(min = 1))]
     pub checkpoints_page: Option<u32>,
-    /// Checkpoints listed per page, 1 to 100 (default 5).
-    #[schemars(range(min = 1, max = 100))]
+    /// Checkpoints listed per page, 1 to 40 (default 5).
+    #[schemars(range(min = 1, max = 40))]
     pub checkpoints_limit: Option<u32>,
 }
 
