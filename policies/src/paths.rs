@@ -32,6 +32,11 @@ pub enum PathError {
     AllowRoot,
     #[error("the path is empty")]
     Empty,
+    #[error(
+        "the path holds a control, line-break or bidirectional-formatting character; name a \
+         path without them"
+    )]
+    NotPlain,
     #[error("{arg}: `..` climbs out of the workspace root; give a path inside {root}")]
     Traversal { arg: String, root: PathBuf },
     #[error(
@@ -184,6 +189,11 @@ impl Workspace {
     fn lexical(&self, arg: &str) -> Result<PathBuf, PathError> {
         if arg.trim().is_empty() {
             return Err(PathError::Empty);
+        }
+        // A path the model names may end up on a person's screen (summaries, the approval
+        // page): nothing in it may start a new line, steer the terminal or reorder the text.
+        if !crate::untrusted::is_plain(arg) {
+            return Err(PathError::NotPlain);
         }
         let path = Path::new(arg);
         let relative = !path.is_absolute();

@@ -157,3 +157,26 @@ fn an_empty_or_missing_path_is_refused() {
         Err(PathError::Io { .. })
     ));
 }
+
+#[test]
+fn a_path_with_a_line_break_an_escape_or_bidi_text_is_refused() {
+    let f = fixture();
+    for arg in [
+        "exports/a\nb",
+        "exports/\u{1b}[2J",
+        "exports/\u{202e}gol.txt",
+        "exports/a\u{2028}b",
+    ] {
+        assert!(
+            matches!(f.ws.resolve_for_write(arg), Err(PathError::NotPlain)),
+            "{arg:?}"
+        );
+        assert!(matches!(
+            f.ws.resolve_existing(arg),
+            Err(PathError::NotPlain)
+        ));
+    }
+    // Nothing was created for them, and plain names still resolve.
+    assert!(!f.root.join("exports").exists());
+    assert!(f.ws.resolve_for_write("exports/é-ok").is_ok());
+}

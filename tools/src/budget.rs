@@ -33,6 +33,10 @@ const REST: &[(&ToolSpec, &str)] = &[
         "The files were written. For a smaller answer call fetch_traces with one `step` or `kind`; files already complete are skipped.",
     ),
     (
+        &catalogue::EXPORT_LOGS,
+        "The files were written: they are listed in `dest_dir` (one file per component, with `.export-state.json`).",
+    ),
+    (
         &catalogue::FETCH_CHECKPOINT,
         "The files were written. For a smaller answer call fetch_checkpoint with `paths` naming fewer files; files already complete are skipped.",
     ),

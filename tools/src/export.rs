@@ -156,7 +156,7 @@ pub(crate) fn csv(rows: &[Value]) -> String {
         }
     }
     let mut out = String::new();
-    push_line(&mut out, columns.iter().map(|c| field(c)));
+    push_line(&mut out, columns.iter().map(|c| field(&defuse(c))));
     for row in rows {
         push_line(
             &mut out,

@@ -630,7 +630,7 @@ async fn list_traces(
         .page(limit, start.pos.clone())
         .await
         .map_err(|e| trace_error(&args.run_id, e))?;
-    let through = start.seen + items.len() as u64;
+    let through = start.seen.saturating_add(items.len() as u64);
     let (total, lower) = match counted.and_then(|c| c.total) {
         Some(t) => (Some(t.max(through)), false),
         None if next.is_none() => (Some(through), false),
@@ -665,11 +665,17 @@ async fn list_traces(
         if items.is_empty() {
             "none".to_string()
         } else {
-            format!("{}-{}", start.seen + 1, through)
+            format!("{}-{}", start.seen.saturating_add(1), through)
         },
         match total {
-            Some(t) if lower =>
-                format!("at least {t} (a lower bound: filtered, more pages follow)"),
+            Some(t) if lower => format!(
+                "at least {t} (a lower bound: {}, more pages follow)",
+                if filters.any() {
+                    "filtered"
+                } else {
+                    "the service's count was unavailable"
+                }
+            ),
             Some(t) => t.to_string(),
             None => "an unknown total".into(),
         },
@@ -858,6 +864,10 @@ pub(crate) async fn fetch_traces(
         next = after;
     }
 
+    // An id listed twice (across episodes or pages) is handled once: two downloads of one id
+    // would race in staging.
+    let mut ids_seen = std::collections::HashSet::new();
+    all.retain(|t| ids_seen.insert(t.trace_id.clone()));
     let count = all.len();
     let progress = call.ctx.meta.get_progress_token();
     let mut out = FetchTracesOut {
@@ -887,6 +897,20 @@ pub(crate) async fn fetch_traces(
     // if one file followed the other. Each file still appears under its final name only once
     // complete and synced (the platform client's temporary file, renamed).
     let ct = call.ctx.ct.clone();
+    // Progress goes out from its own task, in order: a slow client holding a notification
+    // must not stall the downloads in flight (they are polled only while the loop polls).
+    let (progress_tx, progress_task) = if progress.is_some() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
+        let peer = call.ctx.peer.clone();
+        let task = tokio::spawn(async move {
+            while let Some(p) = rx.recv().await {
+                let _ = peer.notify_progress(p).await;
+            }
+        });
+        (Some(tx), Some(task))
+    } else {
+        (None, None)
+    };
     let all_ref = &all;
     let mut downloads = futures::stream::iter((0..all.len()).map(|k| {
         let t = &all_ref[k];
@@ -946,43 +970,56 @@ pub(crate) async fn fetch_traces(
             file: name,
             bytes,
         });
-        if let Some(token) = &progress {
-            let _ = call
-                .ctx
-                .peer
-                .notify_progress(
-                    ProgressNotificationParam::new(token.clone(), i as f64)
-                        .with_total(count as f64)
-                        .with_message(format!("{i} of {count} traces")),
-                )
-                .await;
+        if let (Some(token), Some(tx)) = (&progress, &progress_tx) {
+            let _ = tx.send(
+                ProgressNotificationParam::new(token.clone(), i as f64)
+                    .with_total(count as f64)
+                    .with_message(format!("{i} of {count} traces")),
+            );
         }
     }
     drop(downloads);
+    // Every progress notification is out before the result.
+    drop(progress_tx);
+    if let Some(task) = progress_task {
+        let _ = task.await;
+    }
     // The manifest: what earlier calls fetched into this directory, and this call's files.
-    let earlier = factory_policies::files::read_file(
+    let earlier = match factory_policies::files::read_file(
         state.workspace()?,
         &dest.join(MANIFEST),
         factory_policies::files::ReadLimits {
             max_bytes: MANIFEST_MAX_BYTES,
             refuse_hard_links: true,
         },
-    )
-    .map(|b| String::from_utf8_lossy(&b).into_owned())
-    .unwrap_or_default();
-    let manifest = merge_manifest(&earlier, &entries);
-    // Not fatal: the files are in place whatever happens to their list.
-    let manifest_note = match crate::transfers::write_export(
-        &state,
-        &dest,
-        std::path::Path::new(MANIFEST),
-        manifest.as_bytes(),
     ) {
-        Ok((path, _)) => {
-            out.manifest = Some(path.display().to_string());
-            String::new()
+        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        Err(factory_policies::files::FileError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Some(String::new())
         }
-        Err(e) => format!("; the manifest was not written ({e})"),
+        // Unreadable (too large, a hard link, no permission): left as it is rather than
+        // rewritten with this call's files alone.
+        Err(_) => None,
+    };
+    // Not fatal: the files are in place whatever happens to their list.
+    let manifest_note = match earlier {
+        None => {
+            format!("; the manifest {MANIFEST} exists but cannot be read, so it was left as it was")
+        }
+        Some(earlier) => match crate::transfers::write_export(
+            &state,
+            &dest,
+            std::path::Path::new(MANIFEST),
+            merge_manifest(&earlier, &entries).as_bytes(),
+        ) {
+            Ok((path, _)) => {
+                out.manifest = Some(path.display().to_string());
+                String::new()
+            }
+            Err(e) => format!("; the manifest was not written ({e})"),
+        },
     };
 
     let handled = (out.downloaded + out.skipped) as u64;
@@ -990,7 +1027,7 @@ pub(crate) async fn fetch_traces(
         // Resume from where this call started: what is complete on disk is skipped.
         out.next_cursor = Some(start.encode());
     }
-    out.fetched_so_far = start.seen + handled;
+    out.fetched_so_far = start.seen.saturating_add(handled);
     if !out.cancelled
         && let Some(pos) = next
     {

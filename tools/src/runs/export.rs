@@ -214,7 +214,10 @@ pub(crate) fn line_time(line: &str) -> Option<String> {
         .map(|_| head)
 }
 
-/// The file name of a component's log: `orchestrator.log`, `env-server-<name>.log`.
+/// The file name of a component's log: `orchestrator.log`, `env-server-<name>.log`. An env
+/// name that is not already a plain file name (other characters, a leading dot, over 80
+/// characters) is made one and given the first 8 hex digits of its digest, so two env servers
+/// never share a file: `env-server-my_env-1a2b3c4d.log`.
 pub(crate) fn file_name(component: &str, env: Option<&str>) -> String {
     match env {
         None => format!("{component}.log"),
@@ -230,7 +233,13 @@ pub(crate) fn file_name(component: &str, env: Option<&str>) -> String {
                     }
                 })
                 .collect();
-            format!("{component}-{}.log", safe.trim_start_matches('.'))
+            let safe = safe.trim_start_matches('.');
+            if safe == e && !safe.is_empty() {
+                format!("{component}-{safe}.log")
+            } else {
+                let digest = factory_policies::store::secret_digest(e);
+                format!("{component}-{safe}-{}.log", &digest[..8])
+            }
         }
     }
 }
@@ -294,8 +303,13 @@ pub(super) async fn export_logs(
 
     let mut saved: ExportState = read_back(&state, &dest.join(STATE_FILE))?
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .filter(|s: &ExportState| s.run_id == run.id)
         .unwrap_or_default();
+    if !saved.run_id.is_empty() && saved.run_id != run.id {
+        return Err(ToolError::bad_argument(format!(
+            "dest_dir holds the log export of another run ({}): give export_logs another dest_dir (the default is factory-exports/<run_id>/logs). Nothing was written.",
+            factory_policies::untrusted::one_line(&saved.run_id, 40)
+        )));
+    }
     saved.run_id = run.id.clone();
 
     let mut requests = 0u32;
@@ -331,15 +345,37 @@ pub(super) async fn export_logs(
             Ok(r) => state.redactor.redact(&r.logs).into_owned(),
             Err(PlatformError::NotStartedYet { .. }) => String::new(),
             Err(e) => {
-                return Err(platform_error(
-                    &format!("get {} logs of run {}", c.component, run.id),
-                    &e,
-                ));
+                // One component out of reach (a pod already gone) must not cost the others:
+                // its file stays as it was, the error is its gap, the next call retries it.
+                let err =
+                    platform_error(&format!("get {} logs of run {}", c.component, run.id), &e);
+                files.push(ExportedLog {
+                    component: c.component.clone(),
+                    env: c.env.clone(),
+                    path: dest.join(&name).display().to_string(),
+                    lines: written.len() as u64,
+                    added: 0,
+                    from: st.from.clone(),
+                    to: st
+                        .last_read
+                        .map(|n| n.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                    gap: Some(format!("not read this time: {}", err.message)),
+                });
+                continue;
             }
         };
         let now = platform.server_time();
         let fresh: Vec<&str> = text.lines().collect();
-        let ov = overlap(&written, &fresh);
+        let mut ov = overlap(&written, &fresh);
+        // A seam of one or two lines that carry no time may be chance (the component idle
+        // for the minute before the last read, then writing the same line again): kept as
+        // the match, but said to be uncertain.
+        if ov.new_from > 0
+            && ov.new_from < 3
+            && fresh[..ov.new_from].iter().all(|l| line_time(l).is_none())
+        {
+            ov.ambiguous = true;
+        }
         let gap = gap_after(first, fresh.len(), ov, reaches_last, log_start, now);
         let added = &fresh[ov.new_from..];
         if first && st.from.is_none() {

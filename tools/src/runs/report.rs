@@ -7,7 +7,10 @@ use std::{
     time::Duration,
 };
 
-use factory_platform::{PlatformError, TracesQuery, wire::runs::RlRun};
+use factory_platform::{
+    PlatformError, TracesQuery,
+    wire::runs::{Checkpoint, RlRun, RunUsage},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -338,51 +341,13 @@ pub async fn build_report(
         _ => None,
     };
     let planned = planned_rate(state, &run.id).await;
-    let usage = usage.map(|u| {
-        let (rate, basis, range) = derived_rate(u.total_cost_usd, duration_s, clock);
-        ReportUsage {
-            training_tokens: u.training.as_ref().and_then(|b| b.tokens),
-            inference_tokens: u.inference.as_ref().and_then(|b| b.tokens),
-            total_tokens: u.total_tokens,
-            training_cost_usd: u
-                .training
-                .as_ref()
-                .and_then(|b| b.cost_usd)
-                .map(crate::figures::cents),
-            inference_cost_usd: u
-                .inference
-                .as_ref()
-                .and_then(|b| b.cost_usd)
-                .map(crate::figures::cents),
-            total_cost_usd: u.total_cost_usd.map(crate::figures::cents),
-            cost_per_hour_usd: rate,
-            cost_per_hour_basis: basis,
-            cost_per_hour_range_usd: range,
-            planned_per_hour_usd: planned,
-        }
-    });
+    let usage = usage.map(|u| report_usage(&u, duration_s, clock, planned));
 
     let mut next_calls = Vec::new();
     let ck_arg = checkpoints_dir
         .map(str::to_string)
         .unwrap_or_else(|| format!("checkpoints/{}", run.id));
-    let report_cks: Vec<ReportCheckpoint> = checkpoints
-        .iter()
-        .map(|c| {
-            let local = ck_dir
-                .as_ref()
-                .map(|d| d.join(format!("step_{}", c.step)))
-                .filter(|d| fetched_complete(d));
-            ReportCheckpoint {
-                step: c.step,
-                status: c.status.clone(),
-                size_bytes: c.size_bytes,
-                volume_path: checkpoint_volume_dir(&run.id, c),
-                storage_url: c.storage_url.clone(),
-                local_dir: local.map(|d| d.display().to_string()),
-            }
-        })
-        .collect();
+    let report_cks = report_checkpoints(&run.id, &checkpoints, ck_dir.as_deref());
     if run.volume_name.is_some()
         && let Some(latest) = report_cks
             .iter()
@@ -464,6 +429,62 @@ pub async fn build_report(
         wandb_run_name: run.wandb_run_name.clone(),
         next_calls,
     })
+}
+
+/// The report's money: tokens and costs as the platform counts them, the rate derived over
+/// the run's time on `clock`, beside the rate the plan expected.
+fn report_usage(
+    u: &RunUsage,
+    duration_s: Option<f64>,
+    clock: &str,
+    planned: Option<f64>,
+) -> ReportUsage {
+    let (rate, basis, range) = derived_rate(u.total_cost_usd, duration_s, clock);
+    ReportUsage {
+        training_tokens: u.training.as_ref().and_then(|b| b.tokens),
+        inference_tokens: u.inference.as_ref().and_then(|b| b.tokens),
+        total_tokens: u.total_tokens,
+        training_cost_usd: u
+            .training
+            .as_ref()
+            .and_then(|b| b.cost_usd)
+            .map(crate::figures::cents),
+        inference_cost_usd: u
+            .inference
+            .as_ref()
+            .and_then(|b| b.cost_usd)
+            .map(crate::figures::cents),
+        total_cost_usd: u.total_cost_usd.map(crate::figures::cents),
+        cost_per_hour_usd: rate,
+        cost_per_hour_basis: basis,
+        cost_per_hour_range_usd: range,
+        planned_per_hour_usd: planned,
+    }
+}
+
+/// Every checkpoint of the run as the report lists it, with the local copy `fetch_checkpoint`
+/// completed under `ck_dir` (its `step_<n>` directory), if any.
+fn report_checkpoints(
+    run_id: &str,
+    checkpoints: &[Checkpoint],
+    ck_dir: Option<&std::path::Path>,
+) -> Vec<ReportCheckpoint> {
+    checkpoints
+        .iter()
+        .map(|c| {
+            let local = ck_dir
+                .map(|d| d.join(format!("step_{}", c.step)))
+                .filter(|d| fetched_complete(d));
+            ReportCheckpoint {
+                step: c.step,
+                status: c.status.clone(),
+                size_bytes: c.size_bytes,
+                volume_path: checkpoint_volume_dir(run_id, c),
+                storage_url: c.storage_url.clone(),
+                local_dir: local.map(|d| d.display().to_string()),
+            }
+        })
+        .collect()
 }
 
 /// The hourly price a plan of this server priced the run at, from the dispatch journal.

@@ -86,7 +86,13 @@ impl TraceCursor {
         if prefix != PREFIX || q.len() != 16 {
             return Err(bad());
         }
-        let num = |s: &str| s.parse::<u64>().map_err(|_| bad());
+        // `seen` is only counted on; bounded so that no sum with it can overflow.
+        let num = |s: &str| {
+            s.parse::<u64>()
+                .ok()
+                .filter(|n| *n <= 1_000_000_000_000)
+                .ok_or_else(bad)
+        };
         let small = |s: &str| {
             s.parse::<usize>()
                 .ok()

@@ -31,7 +31,10 @@ pub(crate) fn missing_uploads(with_traces: &[i64], latest: i64) -> MissingUpload
     have.dedup();
     let mut ranges: Vec<(i64, i64)> = Vec::new();
     let mut next = 1;
-    for &s in have.iter().chain(std::iter::once(&(latest.max(0) + 1))) {
+    for &s in have
+        .iter()
+        .chain(std::iter::once(&(latest.clamp(0, i64::MAX - 1) + 1)))
+    {
         if s > next {
             ranges.push((next, s - 1));
         }
