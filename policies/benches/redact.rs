@@ -3,10 +3,11 @@
 //! `[trainer] step=k loss=… grad_norm=…` lines, a Hub URL), with three known values held, as
 //! the server holds `PRIME_API_KEY`, `WANDB_API_KEY` and `HF_TOKEN`.
 //!
-//! Two texts: clean (nothing to redact) and with hits (one line in 40 carries a known value,
-//! an `hf_` token, a `Bearer` header or a `HF_TOKEN=` assignment). Each is timed with the
-//! one-pass [`Redactor`] and with the redactor it replaced ([`LegacyRedactor`], exposed by the
-//! `bench-legacy` feature that this crate's dev-dependency on itself turns on).
+//! Two texts: clean (nothing to redact) and with hits (every eighth step adds a line, about one
+//! line in 35, that carries a known value, an `hf_` token, a `Bearer` header or a `HF_TOKEN=`
+//! assignment). Each is timed with the one-pass [`Redactor`] and with the redactor it replaced
+//! ([`LegacyRedactor`], exposed by the `bench-legacy` feature that this crate's dev-dependency
+//! on itself turns on).
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -52,10 +53,10 @@ fn step_lines(out: &mut String, k: usize) {
         "[trainer] step={k} loss={loss:.4} grad_norm=0.{:04}",
         k * 37 % 10000
     );
-    if k % 5 == 0 {
+    if k.is_multiple_of(5) {
         let _ = writeln!(out, "step {k}: buffer full, {}% of max_steps", k / 10);
     }
-    if k % 50 == 0 {
+    if k.is_multiple_of(50) {
         let _ = writeln!(
             out,
             "{{\"timestamp\":\"{ts}\",\"level\":\"INFO\",\"message\":\"Model Qwen/Qwen3-0.6B is not cached on this cluster; downloading weights from the Hugging Face Hub (https://huggingface.co/Qwen/Qwen3-0.6B)\",\"tag\":\"trainer\"}}"
@@ -63,16 +64,16 @@ fn step_lines(out: &mut String, k: usize) {
     }
 }
 
-/// 1 MiB of log text; with `hits`, one line in 40 carries a secret.
+/// 1 MiB of log text; with `hits`, every eighth step adds a line that carries a secret.
 fn log_text(hits: bool) -> String {
     let mut out = String::with_capacity(MIB + 4096);
     let mut k = 0;
-    let mut line = 0;
+    let mut steps: usize = 0;
     while out.len() < MIB {
         k += 1;
         step_lines(&mut out, k);
-        line += 1;
-        if hits && line % 8 == 0 {
+        steps += 1;
+        if hits && steps.is_multiple_of(8) {
             let _ = match k % 4 {
                 0 => writeln!(out, "[trainer] using api key {PRIME_KEY} for uploads"),
                 1 => writeln!(out, "wandb: login with {WANDB_KEY}"),
