@@ -34,7 +34,7 @@ const REST: &[(&ToolSpec, &str)] = &[
     ),
     (
         &catalogue::EXPORT_LOGS,
-        "The files were written: they are listed in `dest_dir` (one file per component, with `.export-state.json`).",
+        "The files were written: they are in `dest_dir`, one file per component, beside the export's state file.",
     ),
     (
         &catalogue::FETCH_CHECKPOINT,

@@ -608,8 +608,20 @@ mod tests {
         assert_eq!(line_time("plain"), None);
         assert_eq!(file_name("trainer", None), "trainer.log");
         assert_eq!(
-            file_name("env-server", Some("../x/y z")),
-            "env-server-_x_y_z.log"
+            file_name("env-server", Some("wordle")),
+            "env-server-wordle.log"
         );
+        // A name that had to be made a file name carries a digest of the original, so names
+        // that sanitise alike still get files of their own.
+        let a = file_name("env-server", Some("../x/y z"));
+        assert!(
+            a.starts_with("env-server-_x_y_z-") && a.ends_with(".log") && a.len() == 30,
+            "{a}"
+        );
+        let names: std::collections::HashSet<String> = ["my env", "my_env", "my/env", "a", ".a"]
+            .iter()
+            .map(|e| file_name("env-server", Some(e)))
+            .collect();
+        assert_eq!(names.len(), 5, "{names:?}");
     }
 }
