@@ -587,14 +587,7 @@ async fn list_traces(
     }
     let filters = Filters::from_args(&args)?;
     let query = cursor_query(&args.run_id, kind, args.step, &filters);
-    let start = match &args.cursor {
-        Some(c) => TraceCursor::parse(c, query)?,
-        None => TraceCursor {
-            query,
-            seen: 0,
-            pos: Pos::default(),
-        },
-    };
+    let start = TraceCursor::start(args.cursor.as_deref(), query)?;
     let platform = state.platform()?;
     let scope = run_scope(&state, &args.run_id).await?;
     let runs = trace_runs(platform, &scope, &args.run_id, kind).await?;
@@ -821,14 +814,7 @@ pub(crate) async fn fetch_traces(
     let cap = args.limit.unwrap_or(FETCH_DEFAULT).clamp(1, FETCH_MAX) as usize;
     let filters = Filters::default();
     let query = cursor_query(&args.run_id, kind, args.step, &filters);
-    let start = match &args.cursor {
-        Some(c) => TraceCursor::parse(c, query)?,
-        None => TraceCursor {
-            query,
-            seen: 0,
-            pos: Pos::default(),
-        },
-    };
+    let start = TraceCursor::start(args.cursor.as_deref(), query)?;
     let dest: PathBuf = state
         .workspace()?
         .resolve_for_write(&args.dest_dir)

@@ -246,6 +246,18 @@ pub(crate) fn file_name(component: &str, env: Option<&str>) -> String {
 
 // ---- the tool -------------------------------------------------------------------------------
 
+/// File work off the async runtime: reads of up to `MAX_FILE_BYTES` and synced writes must
+/// not hold a runtime thread.
+async fn blocking<T: Send + 'static>(
+    state: &Arc<AppState>,
+    work: impl FnOnce(&AppState) -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || work(&state))
+        .await
+        .map_err(|e| ToolError::new(format!("the export's file work failed: {e}")))?
+}
+
 fn read_back(state: &AppState, path: &Path) -> Result<Option<Vec<u8>>, ToolError> {
     let ws = state.workspace()?;
     let limits = factory_policies::files::ReadLimits {
@@ -301,7 +313,9 @@ pub(super) async fn export_logs(
         .map(|d| d.with_timezone(&Utc))
         .or_else(|| run.created_at_utc());
 
-    let mut saved: ExportState = read_back(&state, &dest.join(STATE_FILE))?
+    let state_path = dest.join(STATE_FILE);
+    let mut saved: ExportState = blocking(&state, move |st| read_back(st, &state_path))
+        .await?
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     if !saved.run_id.is_empty() && saved.run_id != run.id {
@@ -317,7 +331,10 @@ pub(super) async fn export_logs(
     for c in comps {
         let name = file_name(&c.component, c.env.as_deref());
         let key = name.clone();
-        let existing = read_back(&state, &dest.join(&name))?.unwrap_or_default();
+        let file_path = dest.join(&name);
+        let existing = blocking(&state, move |st| read_back(st, &file_path))
+            .await?
+            .unwrap_or_default();
         let existing = String::from_utf8_lossy(&existing).into_owned();
         let written: Vec<&str> = existing.lines().collect();
         let mut st = saved.components.get(&key).cloned().unwrap_or_default();
@@ -407,7 +424,12 @@ pub(super) async fn export_logs(
                 out.push_str(l);
                 out.push('\n');
             }
-            crate::transfers::write_export(&state, &dest, Path::new(&name), out.as_bytes())?.0
+            let (d, n) = (dest.clone(), name.clone());
+            blocking(&state, move |st| {
+                crate::transfers::write_export(st, &d, Path::new(&n), out.as_bytes())
+            })
+            .await?
+            .0
         };
         if let Some(g) = &gap {
             st.gaps.push(format!(
@@ -435,7 +457,11 @@ pub(super) async fn export_logs(
     }
     let state_bytes = serde_json::to_vec_pretty(&saved)
         .map_err(|e| ToolError::new(format!("cannot record the export's state: {e}")))?;
-    crate::transfers::write_export(&state, &dest, Path::new(STATE_FILE), &state_bytes)?;
+    let d = dest.clone();
+    blocking(&state, move |st| {
+        crate::transfers::write_export(st, &d, Path::new(STATE_FILE), &state_bytes)
+    })
+    .await?;
 
     let possible_gap = files.iter().any(|f| f.gap.is_some());
     let added: u64 = files.iter().map(|f| f.added).sum();

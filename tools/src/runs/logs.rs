@@ -359,6 +359,9 @@ pub(crate) struct Entry {
     pub(crate) text: String,
     /// A `"type": "progress"` record (the CLI hides these; here they fold into one line).
     pub(crate) progress: bool,
+    /// A warning, an error or an exception: progress records never fold across it, so the
+    /// answer keeps what came before and after it in order.
+    pub(crate) notable: bool,
 }
 
 /// Renders a raw (already redacted) line: a JSON record with `timestamp`, `level` and `message`
@@ -376,7 +379,7 @@ pub(crate) fn render_line(raw: &str, component: &str) -> Entry {
             v.get("timestamp").is_some_and(|t| t.is_string())
                 && v.get("level").is_some_and(|l| l.is_string())
         });
-    let (text, progress) = match record {
+    let (text, progress, notable) = match record {
         Some(v) => {
             let time = v["timestamp"].as_str().map(clock_time).unwrap_or_default();
             let level = v["level"].as_str().unwrap_or("");
@@ -387,7 +390,7 @@ pub(crate) fn render_line(raw: &str, component: &str) -> Entry {
                     (Some(s), None) => format!("step {s}"),
                     _ => String::new(),
                 };
-                (format!("{time} PROGRESS [{tag}] {of}"), true)
+                (format!("{time} PROGRESS [{tag}] {of}"), true, false)
             } else {
                 let message = match v.get("message") {
                     Some(serde_json::Value::String(m)) => m.clone(),
@@ -395,20 +398,31 @@ pub(crate) fn render_line(raw: &str, component: &str) -> Entry {
                     None => String::new(),
                 };
                 let mut line = format!("{time} {level} [{tag}] {message}");
+                let mut notable = matches!(
+                    level.to_ascii_uppercase().as_str(),
+                    "WARNING" | "WARN" | "ERROR" | "CRITICAL"
+                );
                 if let Some(exc) = v.get("exception").and_then(|e| e.as_str())
                     && let Some(last) = exc.lines().rev().find(|l| !l.trim().is_empty())
                 {
                     line.push_str(" | exception: ");
                     line.push_str(last.trim());
+                    notable = true;
                 }
-                (line, false)
+                (line, false, notable)
             }
         }
-        None => (format!("[{component}] {body}"), false),
+        None => {
+            let notable = ["Traceback", "ERROR", "Error:", "WARNING"]
+                .iter()
+                .any(|w| body.contains(w));
+            (format!("[{component}] {body}"), false, notable)
+        }
     };
     Entry {
         text: factory_policies::untrusted::one_line(&text, LINE_CHARS),
         progress,
+        notable,
     }
 }
 
@@ -441,23 +455,27 @@ fn strip_ansi(s: &str) -> String {
     out
 }
 
-/// The entries as answer lines: every progress record folds into one line, at the place of
-/// the newest, with the count when more than one.
+/// The entries as answer lines: the progress records between two notable lines (warnings,
+/// errors, exceptions) fold into one line, at the place of the newest of them, with the count
+/// when more than one; other lines in between (the per-step summaries that interleave with
+/// progress) stay as they are. Nothing moves across a notable line.
 pub(crate) fn fold_progress(entries: &[Entry]) -> Vec<String> {
-    let count = entries.iter().filter(|e| e.progress).count();
-    let last = entries.iter().rposition(|e| e.progress);
-    entries
-        .iter()
-        .enumerate()
-        .filter(|(i, e)| !e.progress || Some(*i) == last)
-        .map(|(_, e)| {
-            if e.progress && count > 1 {
+    let mut out = Vec::with_capacity(entries.len());
+    for stretch in entries.split_inclusive(|e| e.notable) {
+        let count = stretch.iter().filter(|e| e.progress).count();
+        let last = stretch.iter().rposition(|e| e.progress);
+        for (i, e) in stretch.iter().enumerate() {
+            if e.progress && Some(i) != last {
+                continue;
+            }
+            out.push(if e.progress && count > 1 {
                 format!("{} ({count} progress records folded)", e.text)
             } else {
                 e.text.clone()
-            }
-        })
-        .collect()
+            });
+        }
+    }
+    out
 }
 
 // ---- the get_logs follow cursor -------------------------------------------------------------
@@ -652,6 +670,26 @@ mod tests {
         let (again, _, _, missed) =
             select_lines(&raw.join("\n"), Some(cursor), 4096, &q, "orchestrator");
         assert!(again.is_empty() && !missed);
+    }
+
+    #[test]
+    fn progress_never_folds_across_a_warning_or_an_error() {
+        let p = |k: u32| {
+            format!(
+                r#"{{"timestamp":"2026-12-01T10:00:0{k}Z","level":"INFO","type":"progress","step":{k},"total":9}}"#
+            )
+        };
+        let warn = r#"{"timestamp":"2026-12-01T10:00:03Z","level":"WARNING","message":"slow"}"#;
+        let raw = [p(1), p(2), warn.to_string(), p(4), p(5)];
+        let entries: Vec<Entry> = raw.iter().map(|l| render_line(l, "orchestrator")).collect();
+        assert_eq!(
+            fold_progress(&entries),
+            vec![
+                "10:00:02 PROGRESS [orchestrator] step 2/9 (2 progress records folded)".to_string(),
+                "10:00:03 WARNING [orchestrator] slow".to_string(),
+                "10:00:05 PROGRESS [orchestrator] step 5/9 (2 progress records folded)".to_string(),
+            ]
+        );
     }
 
     #[test]

@@ -69,6 +69,19 @@ impl TraceCursor {
         )
     }
 
+    /// Where a call starts: the cursor a previous answer gave (checked against `query`), or the
+    /// beginning.
+    pub(crate) fn start(cursor: Option<&str>, query: u64) -> Result<TraceCursor, ToolError> {
+        match cursor {
+            Some(c) => TraceCursor::parse(c, query),
+            None => Ok(TraceCursor {
+                query,
+                seen: 0,
+                pos: Pos::default(),
+            }),
+        }
+    }
+
     /// Parse a cursor a previous answer gave, checking it belongs to `query`.
     pub(crate) fn parse(text: &str, query: u64) -> Result<TraceCursor, ToolError> {
         let bad = || {
