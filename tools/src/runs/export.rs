@@ -329,131 +329,14 @@ pub(super) async fn export_logs(
     let mut requests = 0u32;
     let mut files = Vec::new();
     for c in comps {
-        let name = file_name(&c.component, c.env.as_deref());
-        let key = name.clone();
-        let file_path = dest.join(&name);
-        let existing = blocking(&state, move |st| read_back(st, &file_path))
-            .await?
-            .unwrap_or_default();
-        let existing = String::from_utf8_lossy(&existing).into_owned();
-        let written: Vec<&str> = existing.lines().collect();
-        let mut st = saved.components.get(&key).cloned().unwrap_or_default();
-        let first = written.is_empty();
-        let last_read = if first { None } else { st.last_read };
-        let (since, reaches_last) = window(last_read, platform.server_time());
-        let component = match c.component.as_str() {
-            "trainer" => LogComponent::Trainer,
-            "inference" => LogComponent::Inference,
-            "env-server" => LogComponent::EnvServer,
-            _ => LogComponent::Orchestrator,
-        };
-        let query = LogsQuery {
-            tail_lines: QUERY_LINES,
-            search: None,
-            regex: false,
-            level: None,
-            since_seconds: Some(since),
-            component,
-            env_name: c.env.clone(),
-            pod_index: None,
-        };
+        let key = file_name(&c.component, c.env.as_deref());
+        let st = saved.components.get(&key).cloned().unwrap_or_default();
         requests += 1;
-        let text = match platform.get_logs(&run.id, &query).await {
-            Ok(r) => state.redactor.redact(&r.logs).into_owned(),
-            Err(PlatformError::NotStartedYet { .. }) => String::new(),
-            Err(e) => {
-                // One component out of reach (a pod already gone) must not cost the others:
-                // its file stays as it was, the error is its gap, the next call retries it.
-                let err =
-                    platform_error(&format!("get {} logs of run {}", c.component, run.id), &e);
-                files.push(ExportedLog {
-                    component: c.component.clone(),
-                    env: c.env.clone(),
-                    path: dest.join(&name).display().to_string(),
-                    lines: written.len() as u64,
-                    added: 0,
-                    from: st.from.clone(),
-                    to: st
-                        .last_read
-                        .map(|n| n.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                    gap: Some(format!("not read this time: {}", err.message)),
-                });
-                continue;
-            }
-        };
-        let now = platform.server_time();
-        let fresh: Vec<&str> = text.lines().collect();
-        let mut ov = overlap(&written, &fresh);
-        // A seam of one or two lines that carry no time may be chance (the component idle
-        // for the minute before the last read, then writing the same line again): kept as
-        // the match, but said to be uncertain.
-        if ov.new_from > 0
-            && ov.new_from < 3
-            && fresh[..ov.new_from].iter().all(|l| line_time(l).is_none())
-        {
-            ov.ambiguous = true;
+        let (log, st) = export_component(&state, &run, &dest, &c, st, log_start).await?;
+        files.push(log);
+        if let Some(st) = st {
+            saved.components.insert(key, st);
         }
-        let gap = gap_after(first, fresh.len(), ov, reaches_last, log_start, now);
-        let added = &fresh[ov.new_from..];
-        if first && st.from.is_none() {
-            st.from = fresh
-                .iter()
-                .take(50)
-                .find_map(|l| line_time(l))
-                .or_else(|| {
-                    (fresh.len() < QUERY_LINES as usize)
-                        .then(|| {
-                            now.map(|n| {
-                                let start = n - chrono::Duration::seconds(i64::from(since));
-                                log_start.map_or(start, |s| s.max(start))
-                            })
-                        })
-                        .flatten()
-                        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-                });
-        }
-        let total = written.len() + added.len();
-        let path = if added.is_empty() && !first {
-            dest.join(&name)
-        } else {
-            let mut out = existing.clone();
-            if !out.is_empty() && !out.ends_with('\n') {
-                out.push('\n');
-            }
-            for l in added {
-                out.push_str(l);
-                out.push('\n');
-            }
-            let (d, n) = (dest.clone(), name.clone());
-            blocking(&state, move |st| {
-                crate::transfers::write_export(st, &d, Path::new(&n), out.as_bytes())
-            })
-            .await?
-            .0
-        };
-        if let Some(g) = &gap {
-            st.gaps.push(format!(
-                "{}: {g}",
-                now.map(|n| n.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-                    .unwrap_or_default()
-            ));
-            let extra = st.gaps.len().saturating_sub(20);
-            st.gaps.drain(..extra);
-        }
-        st.last_read = now.or(st.last_read);
-        files.push(ExportedLog {
-            component: c.component.clone(),
-            env: c.env.clone(),
-            path: path.display().to_string(),
-            lines: total as u64,
-            added: added.len() as u64,
-            from: st.from.clone(),
-            to: st
-                .last_read
-                .map(|n| n.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-            gap,
-        });
-        saved.components.insert(key, st);
     }
     let state_bytes = serde_json::to_vec_pretty(&saved)
         .map_err(|e| ToolError::new(format!("cannot record the export's state: {e}")))?;
@@ -498,6 +381,141 @@ pub(super) async fn export_logs(
             possible_gap,
         },
     ))
+}
+
+/// One component's export: its file read back, what is new read from the platform and
+/// appended, what may be missing said. The component's new state, or `None` when it could
+/// not be read this time (its file and state stay as they were; the next call retries).
+async fn export_component(
+    state: &Arc<AppState>,
+    run: &factory_platform::wire::runs::RlRun,
+    dest: &Path,
+    c: &super::LogComponentItem,
+    mut st: ComponentState,
+    log_start: Option<DateTime<Utc>>,
+) -> Result<(ExportedLog, Option<ComponentState>), ToolError> {
+    let platform = state.platform()?;
+    let name = file_name(&c.component, c.env.as_deref());
+    let file_path = dest.join(&name);
+    let existing = blocking(state, move |st| read_back(st, &file_path))
+        .await?
+        .unwrap_or_default();
+    let existing = String::from_utf8_lossy(&existing).into_owned();
+    let written: Vec<&str> = existing.lines().collect();
+    let first = written.is_empty();
+    let last_read = if first { None } else { st.last_read };
+    let (since, reaches_last) = window(last_read, platform.server_time());
+    let component = match c.component.as_str() {
+        "trainer" => LogComponent::Trainer,
+        "inference" => LogComponent::Inference,
+        "env-server" => LogComponent::EnvServer,
+        _ => LogComponent::Orchestrator,
+    };
+    let query = LogsQuery {
+        tail_lines: QUERY_LINES,
+        search: None,
+        regex: false,
+        level: None,
+        since_seconds: Some(since),
+        component,
+        env_name: c.env.clone(),
+        pod_index: None,
+    };
+    let text = match platform.get_logs(&run.id, &query).await {
+        Ok(r) => state.redactor.redact(&r.logs).into_owned(),
+        Err(PlatformError::NotStartedYet { .. }) => String::new(),
+        Err(e) => {
+            // One component out of reach (a pod already gone) must not cost the others:
+            // its file stays as it was, the error is its gap, the next call retries it.
+            let err = platform_error(&format!("get {} logs of run {}", c.component, run.id), &e);
+            let log = ExportedLog {
+                component: c.component.clone(),
+                env: c.env.clone(),
+                path: dest.join(&name).display().to_string(),
+                lines: written.len() as u64,
+                added: 0,
+                from: st.from.clone(),
+                to: st
+                    .last_read
+                    .map(|n| n.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                gap: Some(format!("not read this time: {}", err.message)),
+            };
+            return Ok((log, None));
+        }
+    };
+    let now = platform.server_time();
+    let fresh: Vec<&str> = text.lines().collect();
+    let mut ov = overlap(&written, &fresh);
+    // A seam of one or two lines that carry no time may be chance (the component idle
+    // for the minute before the last read, then writing the same line again): kept as
+    // the match, but said to be uncertain.
+    if ov.new_from > 0
+        && ov.new_from < 3
+        && fresh[..ov.new_from].iter().all(|l| line_time(l).is_none())
+    {
+        ov.ambiguous = true;
+    }
+    let gap = gap_after(first, fresh.len(), ov, reaches_last, log_start, now);
+    let added = &fresh[ov.new_from..];
+    if first && st.from.is_none() {
+        st.from = fresh
+            .iter()
+            .take(50)
+            .find_map(|l| line_time(l))
+            .or_else(|| {
+                (fresh.len() < QUERY_LINES as usize)
+                    .then(|| {
+                        now.map(|n| {
+                            let start = n - chrono::Duration::seconds(i64::from(since));
+                            log_start.map_or(start, |s| s.max(start))
+                        })
+                    })
+                    .flatten()
+                    .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+            });
+    }
+    let total = written.len() + added.len();
+    let path = if added.is_empty() && !first {
+        dest.join(&name)
+    } else {
+        let mut out = existing.clone();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        for l in added {
+            out.push_str(l);
+            out.push('\n');
+        }
+        let (d, n) = (dest.to_path_buf(), name.clone());
+        blocking(state, move |st| {
+            crate::transfers::write_export(st, &d, Path::new(&n), out.as_bytes())
+        })
+        .await?
+        .0
+    };
+    if let Some(g) = &gap {
+        st.gaps.push(format!(
+            "{}: {g}",
+            now.map(|n| n.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                .unwrap_or_default()
+        ));
+        let extra = st.gaps.len().saturating_sub(20);
+        st.gaps.drain(..extra);
+    }
+    st.last_read = now.or(st.last_read);
+    let log = ExportedLog {
+        component: c.component.clone(),
+        env: c.env.clone(),
+        path: path.display().to_string(),
+        lines: total as u64,
+        added: added.len() as u64,
+        from: st.from.clone(),
+        to: st
+            .last_read
+            .map(|n| n.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        gap,
+    };
+    Ok((log, Some(st)))
 }
 
 #[cfg(test)]
