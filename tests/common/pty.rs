@@ -58,9 +58,15 @@ pub fn spawn(cmd: &mut Command) -> OnPty {
     }
     let slave_fd = slave.as_raw_fd();
     // SAFETY: the closure runs in the forked child before exec and calls only async-signal-safe
-    // functions (setsid, ioctl).
+    // functions (signal, setsid, ioctl).
     unsafe {
         cmd.pre_exec(move || {
+            // As a person's terminal would have it: Ctrl-C interrupts. A test run started in
+            // the background by a non-interactive shell (nohup, `&` without job control)
+            // inherits SIGINT and SIGQUIT ignored, and an ignored signal stays ignored across
+            // exec — the Ctrl-C test would then wait for ever.
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }

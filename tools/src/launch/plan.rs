@@ -377,7 +377,11 @@ fn duplicate_items(related: &[(&RlRun, duplicates::Relation)]) -> Vec<DuplicateI
         .iter()
         .map(|(r, rel)| DuplicateItem {
             run_id: r.id.clone(),
-            name: r.name.clone(),
+            // The platform's name for another run: bounded and on one line in the answer.
+            name: r
+                .name
+                .as_deref()
+                .map(|n| factory_policies::untrusted::one_line(n, 128)),
             status: r.status.clone(),
             created_at: r.created_at.clone(),
             relation: rel.as_str().into(),

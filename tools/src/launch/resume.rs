@@ -85,7 +85,11 @@ pub(super) async fn plan_resume(
         .iter()
         .map(|r| DuplicateItem {
             run_id: r.id.clone(),
-            name: r.name.clone(),
+            // The platform's name for another run: bounded and on one line in the answer.
+            name: r
+                .name
+                .as_deref()
+                .map(|n| factory_policies::untrusted::one_line(n, 128)),
             status: r.status.clone(),
             created_at: r.created_at.clone(),
             relation: duplicates::Relation::Active.as_str().into(),
@@ -232,7 +236,9 @@ async fn finish_resume(
             owner: body.team_id.clone(),
             mode: body.mode.clone(),
             model: body.model.clone(),
-            run_name: body.run_name.clone(),
+            // The paused run's name as the platform has it (any length, any text): bounded and
+            // on one line in the answer; the plan keeps it whole for reconciliation.
+            run_name: factory_policies::untrusted::one_line(&body.run_name, 128),
             gpus: body.gpus,
             gpu_type: body.gpu_type.clone(),
             price_per_hour_usd: body.price.per_hour_usd,
