@@ -252,8 +252,11 @@ impl Browser {
         let profile = tempfile::tempdir().unwrap();
         let http = reqwest::Client::new();
         let base = format!("http://127.0.0.1:{port}");
+        // `implicit`: a find waits (up to 15 s) for its element — after a form is submitted
+        // the next page may still be loading on a busy machine. A bound, not a timed assertion.
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
+            "timeouts": {"implicit": 15000},
             "goog:chromeOptions": {
                 "binary": chromium,
                 "args": [

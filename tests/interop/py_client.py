@@ -206,10 +206,13 @@ async def exercise(r: Runner, mode: str) -> dict[str, Any]:
     dest = Path(r.dest_dir)
     on_disk = sorted(p.name for p in dest.glob("*.json")) if dest.is_dir() else []
     check(len(on_disk) >= fetched["listed"], f"fetch_traces: {len(on_disk)} files in {dest}, {fetched['listed']} listed")
-    for f in fetched["files"]:
-        p = Path(f["path"])
-        p = p if p.is_absolute() else dest / p.name
-        check(p.is_file() and p.stat().st_size == f["bytes"], f"fetch_traces: {f['path']} missing or of another size")
+    # The answer names the manifest, not every file: one JSON line per trace fetched.
+    manifest = Path(fetched["manifest"])
+    entries = [json.loads(line) for line in manifest.read_text().splitlines() if line.strip()]
+    check(len(entries) >= fetched["listed"], f"fetch_traces: {len(entries)} manifest entries, {fetched['listed']} listed")
+    for f in entries:
+        p = dest / f["file"]
+        check(p.is_file() and p.stat().st_size == f["bytes"], f"fetch_traces: {f['file']} missing or of another size")
         json.loads(p.read_bytes())
 
     check(set(r.called) == EXPECTED_TOOLS, f"not every tool was called: {sorted(EXPECTED_TOOLS - set(r.called))}")
