@@ -121,12 +121,10 @@ async fn write(
     name: String,
     bytes: Vec<u8>,
 ) -> Result<(String, u64), ToolError> {
-    let state = state.clone();
-    tokio::task::spawn_blocking(move || {
-        crate::transfers::write_export(&state, &dest, Path::new(&name), &bytes)
+    crate::transfers::blocking(state, move |st| {
+        crate::transfers::write_export(st, &dest, Path::new(&name), &bytes)
     })
     .await
-    .map_err(|e| ToolError::new(format!("cannot write the export: {e}")))?
     .map(|(path, n)| (path.display().to_string(), n))
 }
 

@@ -68,6 +68,18 @@ pub fn write_export(
     Ok((sub.path().join(name), n))
 }
 
+/// File work off the async runtime (reads of large exports, synced writes): `work` runs on
+/// the blocking pool with the shared state.
+pub async fn blocking<T: Send + 'static>(
+    state: &Arc<AppState>,
+    work: impl FnOnce(&AppState) -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || work(&state))
+        .await
+        .map_err(|e| ToolError::new(format!("the export's file work failed: {e}")))?
+}
+
 /// Downloads one raw trace into staging and moves it into `dir` as `name`.
 pub async fn trace(
     traces: &TracesClient<'_>,

@@ -246,18 +246,6 @@ pub(crate) fn file_name(component: &str, env: Option<&str>) -> String {
 
 // ---- the tool -------------------------------------------------------------------------------
 
-/// File work off the async runtime: reads of up to `MAX_FILE_BYTES` and synced writes must
-/// not hold a runtime thread.
-async fn blocking<T: Send + 'static>(
-    state: &Arc<AppState>,
-    work: impl FnOnce(&AppState) -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    let state = state.clone();
-    tokio::task::spawn_blocking(move || work(&state))
-        .await
-        .map_err(|e| ToolError::new(format!("the export's file work failed: {e}")))?
-}
-
 fn read_back(state: &AppState, path: &Path) -> Result<Option<Vec<u8>>, ToolError> {
     let ws = state.workspace()?;
     let limits = factory_policies::files::ReadLimits {
@@ -314,10 +302,11 @@ pub(super) async fn export_logs(
         .or_else(|| run.created_at_utc());
 
     let state_path = dest.join(STATE_FILE);
-    let mut saved: ExportState = blocking(&state, move |st| read_back(st, &state_path))
-        .await?
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let mut saved: ExportState =
+        crate::transfers::blocking(&state, move |st| read_back(st, &state_path))
+            .await?
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
     if !saved.run_id.is_empty() && saved.run_id != run.id {
         return Err(ToolError::bad_argument(format!(
             "dest_dir holds the log export of another run ({}): give export_logs another dest_dir (the default is factory-exports/<run_id>/logs). Nothing was written.",
@@ -341,7 +330,7 @@ pub(super) async fn export_logs(
     let state_bytes = serde_json::to_vec_pretty(&saved)
         .map_err(|e| ToolError::new(format!("cannot record the export's state: {e}")))?;
     let d = dest.clone();
-    blocking(&state, move |st| {
+    crate::transfers::blocking(&state, move |st| {
         crate::transfers::write_export(st, &d, Path::new(STATE_FILE), &state_bytes)
     })
     .await?;
@@ -397,7 +386,7 @@ async fn export_component(
     let platform = state.platform()?;
     let name = file_name(&c.component, c.env.as_deref());
     let file_path = dest.join(&name);
-    let existing = blocking(state, move |st| read_back(st, &file_path))
+    let existing = crate::transfers::blocking(state, move |st| read_back(st, &file_path))
         .await?
         .unwrap_or_default();
     let existing = String::from_utf8_lossy(&existing).into_owned();
@@ -487,7 +476,7 @@ async fn export_component(
             out.push('\n');
         }
         let (d, n) = (dest.to_path_buf(), name.clone());
-        blocking(state, move |st| {
+        crate::transfers::blocking(state, move |st| {
             crate::transfers::write_export(st, &d, Path::new(&n), out.as_bytes())
         })
         .await?
