@@ -4,6 +4,7 @@
 #   scripts/bench.sh            # the full run (~8 min of measuring on 2 cores; 2.3 GB of scratch writes, 1.1 GB at once)
 #   scripts/bench.sh --quick    # a smoke run: few samples, no 1 GiB fetch
 #   scripts/bench.sh --no-fetch # skip fetch_traces
+#   scripts/bench.sh --before REV  # also build REV and report before/after columns
 #
 # It installs what it compares against (idempotent): the `prime` CLI 0.18.0 venv through
 # scripts/setup-interop.sh, and FastMCP 4.1.6 in its own venv .interop/bench-venv; builds the
@@ -18,6 +19,18 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 interop="$root/.interop"
+
+# --before REV: build REV (a commit or branch of this repository) beside the working tree and
+# measure it in the same run, then write target/bench/compare.md with before/after columns.
+before=""
+args=()
+while (($#)); do
+  case "$1" in
+    --before) before="${2:?--before needs a revision}"; shift 2 ;;
+    --before=*) before="${1#--before=}"; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
 
 echo "bench: load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPU(s)" >&2
 
@@ -45,7 +58,45 @@ cargo build --release --quiet -p factory-bench
 # In-process: criterion (config validation). Short runs; the medians land in target/criterion.
 cargo bench --quiet -p factory-config --bench validate -- --warm-up-time 1 --measurement-time 3 >&2
 
-exec target/release/factory-bench \
+# The redactor, old (kept test-only while both exist) and one-pass, on 1 MiB of log text.
+cargo bench --quiet -p factory-policies --bench redact -- --warm-up-time 1 --measurement-time 3 >&2
+
+if [[ -n "$before" ]]; then
+  # The old tree's release server and driver, built in their own target directory (kept
+  # between runs so a second comparison against the same revision rebuilds little).
+  bdir="$root/target/bench-before"
+  rev="$(git rev-parse --verify "$before^{commit}")"
+  echo "bench: building the before tree $rev" >&2
+  rm -rf "$bdir/src"
+  mkdir -p "$bdir/src"
+  git archive "$rev" | tar -x -C "$bdir/src"
+  (cd "$bdir/src" && CARGO_TARGET_DIR="$bdir/target" cargo build --release --quiet -p factory-mcp \
+    && CARGO_TARGET_DIR="$bdir/target" cargo build --release --quiet -p factory-bench)
+  old_args=()
+  for a in "${args[@]}"; do [[ "$a" == --no-fetch ]] || old_args+=("$a"); done
+  # The old driver measures the old server: every section it has, in-process overhead with
+  # the old code included. Traces are fetched by the new driver for both binaries below.
+  "$bdir/target/release/factory-bench" \
+    --server "$bdir/target/release/factory-mcp" \
+    --seed "$bdir/src/scripts/bench/seed.json" \
+    --scripts "$bdir/src/scripts/bench" \
+    --prime "$interop/venv/bin/prime" \
+    --fastmcp-python "$fastmcp_venv/bin/python" \
+    --out target/bench/before \
+    --no-fetch \
+    "${old_args[@]}" > /dev/null
+  # The new driver measures the old binary on what only it knows (run history, fetch rows):
+  # whole-process figures, so the driver's own version does not enter them.
+  target/release/factory-bench \
+    --server "$bdir/target/release/factory-mcp" \
+    --seed scripts/bench/seed.json \
+    --scripts scripts/bench \
+    --out target/bench/before/extra \
+    --only history,fetch \
+    "${args[@]}" > /dev/null
+fi
+
+target/release/factory-bench \
   --server target/release/factory-mcp \
   --seed scripts/bench/seed.json \
   --scripts scripts/bench \
@@ -53,4 +104,10 @@ exec target/release/factory-bench \
   --fastmcp-python "$fastmcp_venv/bin/python" \
   --criterion-dir target/criterion \
   --out target/bench \
-  "$@"
+  "${args[@]}"
+
+if [[ -n "$before" ]]; then
+  python3 scripts/bench/compare.py target/bench/before target/bench target/criterion > target/bench/compare.md
+  cat target/bench/compare.md
+  echo "bench: wrote target/bench/compare.md (before: $rev)" >&2
+fi

@@ -8,6 +8,7 @@
 //! is bounded in count and in time. Output: a Markdown report on stdout and JSON under `--out`.
 //! `scripts/bench.sh` is the one command that builds what it needs and runs this.
 
+mod history;
 mod mcp;
 mod procfs;
 mod stats;
@@ -65,6 +66,20 @@ struct Args {
     /// Skip the trace fetch (writes 1.1 GB to the scratch directory).
     #[arg(long)]
     no_fetch: bool,
+    /// Run only these sections (comma-separated): operations (per operation, overhead, cold
+    /// start, FastMCP: they share the per-operation figures), http, validate, fetch, history.
+    /// `scripts/bench.sh --before REV` uses it to measure the old server's binary on sections
+    /// the old driver does not have.
+    #[arg(long, value_delimiter = ',')]
+    only: Option<Vec<String>>,
+}
+
+impl Args {
+    fn wants(&self, section: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|s| s == section))
+    }
 }
 
 struct Budgets {
@@ -216,17 +231,27 @@ async fn main() -> anyhow::Result<()> {
         .insert("machine_at_start".into(), machine_before.clone());
     let started = Instant::now();
 
-    let per_op = b.per_operation().await?;
-    // A later section that fails is reported and skipped; the others still run.
-    let r = b.overhead(&per_op).await;
-    b.note("overhead", r);
-    let r = b.cold_start_and_fastmcp(&per_op).await;
-    b.note("cold start / FastMCP", r);
-    let r = b.http_throughput().await;
-    b.note("HTTP throughput", r);
-    let r = b.validate_config().await;
-    b.note("validate_config", r);
-    if !b.args.no_fetch {
+    if b.args.wants("operations") {
+        let per_op = b.per_operation().await?;
+        // A later section that fails is reported and skipped; the others still run.
+        let r = b.overhead(&per_op).await;
+        b.note("overhead", r);
+        let r = b.cold_start_and_fastmcp(&per_op).await;
+        b.note("cold start / FastMCP", r);
+    }
+    if b.args.wants("http") {
+        let r = b.http_throughput().await;
+        b.note("HTTP throughput", r);
+    }
+    if b.args.wants("validate") {
+        let r = b.validate_config().await;
+        b.note("validate_config", r);
+    }
+    if b.args.wants("history") {
+        let r = b.history().await;
+        b.note("run history", r);
+    }
+    if !b.args.no_fetch && b.args.wants("fetch") {
         let r = b.fetch_traces().await;
         b.note("fetch_traces", r);
     }
