@@ -141,7 +141,7 @@ impl Store {
         let mut conds = Vec::new();
         let mut args: Vec<&str> = vec![scope];
         if q.watched {
-            conds.push("watch != 0".to_string());
+            conds.push("watch = 1".to_string());
         }
         for (column, values) in [
             ("name", &q.names),
