@@ -13,6 +13,11 @@ use sha2::{Digest, Sha256};
 /// Page size of the newest-first read (the API's largest).
 pub const PAGE: u32 = 100;
 
+/// Page size of a complete cache's first page: a warm call usually finds nothing or a few new
+/// runs, so it reads a short page; when that page does not reach the watermark the read starts
+/// over with [`PAGE`]-run pages (page numbers depend on the size, so it cannot just go on).
+pub const FIRST_PAGE: u32 = 20;
+
 /// Most pages one read takes (100,000 runs). A history longer than that is never marked
 /// complete, so every call reads it again from the top: slow, never wrong.
 pub const MAX_PAGES: u32 = 1000;
@@ -58,6 +63,16 @@ pub fn scope_key(base_url: &str, team: Option<&str>, api_key: &str) -> String {
         None => "personal".into(),
     };
     format!("{}|{owner}|key:{fingerprint}", base_url.trim_end_matches('/'))
+}
+
+/// The page size a read starts with: short when the cache is complete (only the new runs are
+/// wanted), else [`PAGE`].
+pub fn first_page_size(mark: Option<Mark>) -> u32 {
+    if mark.is_some_and(|m| m.complete) {
+        FIRST_PAGE
+    } else {
+        PAGE
+    }
 }
 
 /// After reading a page: `oldest_ms` is the oldest `createdAt` on it (`None` when no run on it
@@ -134,6 +149,19 @@ mod tests {
             watermark_ms: 1_000,
         };
         assert_eq!(after_page(Some(partial), Some(5), false), Step::Next);
+    }
+
+    #[test]
+    fn only_a_complete_cache_starts_with_a_short_page() {
+        assert_eq!(first_page_size(None), PAGE);
+        assert_eq!(
+            first_page_size(Some(Mark {
+                complete: false,
+                watermark_ms: 1
+            })),
+            PAGE
+        );
+        assert_eq!(first_page_size(Some(COMPLETE)), FIRST_PAGE);
     }
 
     #[test]

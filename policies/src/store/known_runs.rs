@@ -136,12 +136,15 @@ impl Store {
         })
     }
 
-    /// The known runs of a scope matching `q` (any condition), newest first.
+    /// The known runs of a scope matching `q` (any condition), newest first. One indexed
+    /// select per condition (an `OR` across columns would scan the whole scope).
     pub fn known_runs(&self, scope: &str, q: &KnownRunsQuery) -> Result<Vec<KnownRun>, StoreError> {
-        let mut conds = Vec::new();
+        let mut selects = Vec::new();
         let mut args: Vec<&str> = vec![scope];
         if q.watched {
-            conds.push("watch = 1".to_string());
+            selects.push(format!(
+                "SELECT {COLUMNS} FROM known_runs WHERE scope = ?1 AND watch = 1"
+            ));
         }
         for (column, values) in [
             ("name", &q.names),
@@ -155,22 +158,28 @@ impl Store {
             let marks: Vec<String> = (first..first + values.len())
                 .map(|i| format!("?{i}"))
                 .collect();
-            conds.push(format!("{column} IN ({})", marks.join(", ")));
+            selects.push(format!(
+                "SELECT {COLUMNS} FROM known_runs WHERE scope = ?1 AND {column} IN ({})",
+                marks.join(", ")
+            ));
             args.extend(values.iter().map(String::as_str));
         }
-        if conds.is_empty() {
+        if selects.is_empty() {
             return Ok(Vec::new());
         }
-        let sql = format!(
-            "SELECT {COLUMNS} FROM known_runs WHERE scope = ?1 AND ({})
-             ORDER BY created_ms DESC, run_id DESC",
-            conds.join(" OR ")
-        );
-        self.read(|tx| {
+        let sql = selects.join(" UNION ALL ");
+        let mut out: Vec<KnownRun> = self.read(|tx| {
             let mut stmt = tx.prepare(&sql)?;
             let rows = stmt.query_map(params_from_iter(args.iter()), row)?;
             Ok(rows.collect::<Result<_, _>>()?)
-        })
+        })?;
+        out.sort_by(|a, b| {
+            b.created_ms
+                .cmp(&a.created_ms)
+                .then_with(|| b.run_id.cmp(&a.run_id))
+        });
+        out.dedup_by(|a, b| a.run_id == b.run_id);
+        Ok(out)
     }
 
     /// `write`, with `synchronous = NORMAL` for this transaction only (under the same lock,

@@ -129,6 +129,7 @@ async fn read_new(
     let mut seen: HashMap<String, RlRun> = HashMap::new();
     let mut requests = 0;
     let mut restarts = 0;
+    let mut limit = runs_cache::first_page_size(mark);
     'read: loop {
         let mut total = None;
         let mut newest: Option<i64> = None;
@@ -136,7 +137,7 @@ async fn read_new(
             let p = platform
                 .list_runs(&ListRunsQuery {
                     page,
-                    limit: runs_cache::PAGE,
+                    limit,
                     team: scope_of(team),
                     mine: false,
                 })
@@ -162,12 +163,18 @@ async fn read_new(
                     requests,
                 });
             }
-            let last = p.runs.len() < runs_cache::PAGE as usize
+            let last = p.runs.len() < limit as usize
                 || p.total_pages.is_some_and(|tp| u64::from(page) >= tp);
             let oldest = p.runs.iter().filter_map(created_ms).min();
             newest = newest.max(p.runs.iter().filter_map(created_ms).max());
             seen.extend(p.runs.into_iter().map(|r| (r.id.clone(), r)));
-            if runs_cache::after_page(mark, oldest, last) == Step::Done {
+            let step = runs_cache::after_page(mark, oldest, last);
+            if step == Step::Next && limit != runs_cache::PAGE {
+                // The short first page did not reach the watermark: read on in full pages.
+                limit = runs_cache::PAGE;
+                continue 'read;
+            }
+            if step == Step::Done {
                 return Ok(Read {
                     runs: seen.into_values().collect(),
                     end: ReadEnd {
