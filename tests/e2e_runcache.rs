@@ -195,4 +195,37 @@ async fn an_active_run_older_than_3000_finished_runs_is_found_and_counted() {
         c.cancel().await.unwrap();
     }
     assert_eq!(w.sandbox.create_requests(), 0, "nothing was launched");
+
+    // Someone else stops it: the warm cache re-reads it by id (it is not on the newest page),
+    // sees it finished, and no longer counts it.
+    let stopped = reqwest::Client::new()
+        .put(format!(
+            "{}/api/v1/rft/runs/cruncacheoldactive0000001/stop",
+            w.sandbox.base_url()
+        ))
+        .bearer_auth(w.key(0))
+        .send()
+        .await
+        .expect("stop request");
+    assert!(stopped.status().is_success());
+    let args = [
+        "--confirm",
+        "plan",
+        "--max-cost-per-hour-usd",
+        "1000",
+        "--max-active-runs",
+        "1",
+        "--max-active-cost-per-hour-usd",
+        "5000",
+    ];
+    let c = w.client(0, &args, Era::Modern).await;
+    let m = mark(&w);
+    ok(&call(&c, "plan_run", other).await);
+    let (_, lists, by_id) = requests_since(&w, m);
+    assert_eq!((lists, by_id), (1, 1), "one short page and one re-read");
+    // Finished now, it is read no more.
+    let m = mark(&w);
+    ok(&call(&c, "plan_run", plan_args).await);
+    assert_eq!(requests_since(&w, m).2, 0, "a finished run is not re-read");
+    c.cancel().await.unwrap();
 }
