@@ -9,7 +9,7 @@
 mod common;
 
 use common::{Era, World, call, err, ok, plan_mode_args, rl_config};
-use factory_sandbox::{SandboxOptions, Seed, SeedRun, SeedSource, ALICE_USER_ID, TEAM_ALPHA_ID};
+use factory_sandbox::{ALICE_USER_ID, SandboxOptions, Seed, SeedRun, SeedSource, TEAM_ALPHA_ID};
 use serde_json::{Value, json};
 
 const TEAM: &str = TEAM_ALPHA_ID;
@@ -130,7 +130,12 @@ async fn platform_requests_per_plan_and_launch_stay_flat_as_the_history_grows() 
 async fn planned_config(toml: &str) -> Value {
     let w = World::new().await;
     let c = w.client(0, &plan_mode_args(), Era::Modern).await;
-    let p = ok(&call(&c, "plan_run", json!({"config_toml": toml, "team_id": TEAM})).await);
+    let p = ok(&call(
+        &c,
+        "plan_run",
+        json!({"config_toml": toml, "team_id": TEAM}),
+    )
+    .await);
     c.cancel().await.unwrap();
     p["request"]["config"].clone()
 }
@@ -179,7 +184,12 @@ async fn an_active_run_older_than_3000_finished_runs_is_found_and_counted() {
     let rate_cap = format!("{:.2}", per_run * 1.5);
     for (flags, key) in [
         (
-            vec!["--max-active-runs", "1", "--max-active-cost-per-hour-usd", "5000"],
+            vec![
+                "--max-active-runs",
+                "1",
+                "--max-active-cost-per-hour-usd",
+                "5000",
+            ],
             "max_active_runs",
         ),
         (

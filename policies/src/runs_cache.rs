@@ -62,7 +62,10 @@ pub fn scope_key(base_url: &str, team: Option<&str>, api_key: &str) -> String {
         Some(t) => format!("team:{t}"),
         None => "personal".into(),
     };
-    format!("{}|{owner}|key:{fingerprint}", base_url.trim_end_matches('/'))
+    format!(
+        "{}|{owner}|key:{fingerprint}",
+        base_url.trim_end_matches('/')
+    )
 }
 
 /// The page size a read starts with: short when the cache is complete (only the new runs are
@@ -128,7 +131,10 @@ pub fn next_mark(old: Option<Mark>, end: ReadEnd) -> Option<Mark> {
 pub fn rechecks(watched: &[(String, i64)], seen: impl Fn(&str) -> bool, max: usize) -> Vec<String> {
     let mut due: Vec<&(String, i64)> = watched.iter().filter(|(id, _)| !seen(id)).collect();
     due.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-    due.into_iter().take(max).map(|(id, _)| id.clone()).collect()
+    due.into_iter()
+        .take(max)
+        .map(|(id, _)| id.clone())
+        .collect()
 }
 
 #[cfg(test)]
@@ -246,11 +252,23 @@ mod tests {
     #[test]
     fn scopes_differ_by_url_owner_and_key_and_never_hold_the_key() {
         let a = scope_key("https://api.example/", Some("t1"), "secret-key-1");
-        assert_eq!(a, scope_key("https://api.example", Some("t1"), "secret-key-1"));
+        assert_eq!(
+            a,
+            scope_key("https://api.example", Some("t1"), "secret-key-1")
+        );
         assert!(!a.contains("secret-key-1"));
-        assert_ne!(a, scope_key("https://api.example", Some("t2"), "secret-key-1"));
+        assert_ne!(
+            a,
+            scope_key("https://api.example", Some("t2"), "secret-key-1")
+        );
         assert_ne!(a, scope_key("https://api.example", None, "secret-key-1"));
-        assert_ne!(a, scope_key("https://api.example", Some("t1"), "secret-key-2"));
-        assert_ne!(a, scope_key("https://other.example", Some("t1"), "secret-key-1"));
+        assert_ne!(
+            a,
+            scope_key("https://api.example", Some("t1"), "secret-key-2")
+        );
+        assert_ne!(
+            a,
+            scope_key("https://other.example", Some("t1"), "secret-key-1")
+        );
     }
 }

@@ -260,7 +260,10 @@ mod tests {
             )
             .unwrap();
         assert_eq!(
-            watched.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(),
+            watched
+                .iter()
+                .map(|r| r.run_id.as_str())
+                .collect::<Vec<_>>(),
             ["b"]
         );
         let q = KnownRunsQuery {
@@ -276,10 +279,20 @@ mod tests {
             .map(|r| r.run_id)
             .collect();
         assert_eq!(found, ["c", "b", "a"]);
-        assert!(store.known_runs("s1", &KnownRunsQuery::default()).unwrap().is_empty());
+        assert!(
+            store
+                .known_runs("s1", &KnownRunsQuery::default())
+                .unwrap()
+                .is_empty()
+        );
         // A status change is written; a 404 forgets the run.
         store
-            .put_known_runs("s1", &[run("b", 20, "COMPLETED", false)], &["a".into()], None)
+            .put_known_runs(
+                "s1",
+                &[run("b", 20, "COMPLETED", false)],
+                &["a".into()],
+                None,
+            )
             .unwrap();
         let all = store
             .known_runs(

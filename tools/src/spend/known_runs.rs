@@ -65,7 +65,9 @@ impl OwnerRuns<'_> {
                 match store.known_runs(scope, &q).await {
                     Ok(rows) => rows.iter().filter_map(parse).collect(),
                     Err(e) => {
-                        tracing::warn!("run cache unreadable ({e}); lookups see only unfinished runs");
+                        tracing::warn!(
+                            "run cache unreadable ({e}); lookups see only unfinished runs"
+                        );
                         Vec::new()
                     }
                 }
@@ -255,11 +257,7 @@ pub(crate) async fn owner_runs<'a>(
         .iter()
         .map(|w| (w.run_id.clone(), w.checked_ms))
         .collect();
-    let due = runs_cache::rechecks(
-        &stamps,
-        |id| seen.contains(id),
-        runs_cache::MAX_RECHECKS,
-    );
+    let due = runs_cache::rechecks(&stamps, |id| seen.contains(id), runs_cache::MAX_RECHECKS);
     let answers: Vec<(String, Result<RlRun, factory_platform::PlatformError>)> =
         futures::stream::iter(due.iter().cloned())
             .map(|id| async move {
