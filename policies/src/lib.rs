@@ -27,6 +27,7 @@ pub mod overrides;
 pub mod paths;
 pub mod policy;
 pub mod redact;
+pub mod runs_cache;
 mod secret;
 pub mod secret_guard;
 pub mod store;

@@ -277,7 +277,7 @@ async fn spend(
     for team in owners {
         let team_scope = crate::owner::scope_of(team);
         let (runs, models) = tokio::join!(
-            crate::spend::owner_runs(platform, team, 3),
+            crate::spend::owner_runs(state, platform, team),
             platform.available_models(&team_scope)
         );
         let (runs, models) = match (runs, models) {
@@ -285,7 +285,7 @@ async fn spend(
             (Err(e), _) => return empty_spend(scope, e.message),
             (_, Err(e)) => return empty_spend(scope, format!("cannot price active runs: {e}")),
         };
-        active.extend(crate::spend::active_spend(state, &runs, &models).await);
+        active.extend(crate::spend::active_spend(state, runs.unfinished(), &models).await);
     }
     let total: f64 = active.iter().filter_map(|a| a.rate_per_hour_usd).sum();
     let mut limits = Vec::new();

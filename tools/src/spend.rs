@@ -1,32 +1,19 @@
-//! What an owner is spending now: its runs (newest first) and the hourly rate of each active
-//! one — journalled for runs this server launched, estimated for the others. Used by plans,
-//! the launch re-check, `whoami`'s spend line and the watchdog.
+//! What an owner is spending now: its runs (through the run-list cache, `known_runs`) and the
+//! hourly rate of each active one — journalled for runs this server launched, estimated for the
+//! others. Used by plans, the launch re-check, `whoami`'s spend line and the watchdog.
 
-use factory_platform::{PlatformClient, wire::account::AvailableModels, wire::runs::RlRun};
+pub(crate) mod known_runs;
+
+pub(crate) use known_runs::owner_runs;
+
+use factory_platform::{wire::account::AvailableModels, wire::runs::RlRun};
 use factory_policies::{
     launch::{self, ActiveRun},
     store::DispatchState,
 };
 use serde_json::Value;
 
-use crate::{
-    error::ToolError,
-    owner::scope_of,
-    state::{AppState, platform_error},
-};
-
-/// The owner's runs, newest first, up to `pages` pages of 100.
-pub(crate) async fn owner_runs(
-    platform: &PlatformClient,
-    team: &Option<String>,
-    pages: u32,
-) -> Result<Vec<RlRun>, ToolError> {
-    platform
-        .scan_runs(&scope_of(team), false, pages, |_| false)
-        .await
-        .map(|scan| scan.runs)
-        .map_err(|e| platform_error("list the owner's runs", &e))
-}
+use crate::state::AppState;
 
 /// Active runs with their rates: journalled for runs we launched, estimated for the others.
 pub(crate) async fn active_spend(

@@ -12,9 +12,10 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretSlice;
 
 use super::{
-    AuditEntry, AuditEvent, Claim, Decision, DecisionRecord, DispatchRecord, PageTokenRecord,
-    PlanRecord, Store, StoreError, VolumeRecord,
+    AuditEntry, AuditEvent, Claim, Decision, DecisionRecord, DispatchRecord, KnownRun,
+    KnownRunsQuery, PageTokenRecord, PlanRecord, Store, StoreError, VolumeRecord,
 };
+use crate::runs_cache::Mark;
 
 /// What every store method returns.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -128,6 +129,24 @@ pub trait StateStore: Send + Sync {
         config_path: Option<&'a str>,
         run_name: Option<&'a str>,
     ) -> StoreFuture<'a, Option<PlanRecord>>;
+
+    // ----- the run-list cache (per owner scope; only a cache: the platform is the truth) -----
+    /// How much of a scope's run history has been read.
+    fn known_runs_mark<'a>(&'a self, scope: &'a str) -> StoreFuture<'a, Option<Mark>>;
+    /// Record a read: runs upserted, runs the platform no longer has removed, the mark set.
+    fn put_known_runs<'a>(
+        &'a self,
+        scope: &'a str,
+        runs: &'a [KnownRun],
+        gone: &'a [String],
+        mark: Option<Mark>,
+    ) -> StoreFuture<'a, ()>;
+    /// The known runs of a scope matching any condition of the query, newest first.
+    fn known_runs<'a>(
+        &'a self,
+        scope: &'a str,
+        query: &'a KnownRunsQuery,
+    ) -> StoreFuture<'a, Vec<KnownRun>>;
 }
 
 /// An answer that is already there.
@@ -270,6 +289,25 @@ impl StateStore for Store {
             config_path,
             run_name,
         ))
+    }
+    fn known_runs_mark<'a>(&'a self, scope: &'a str) -> StoreFuture<'a, Option<Mark>> {
+        done(Store::known_runs_mark(self, scope))
+    }
+    fn put_known_runs<'a>(
+        &'a self,
+        scope: &'a str,
+        runs: &'a [KnownRun],
+        gone: &'a [String],
+        mark: Option<Mark>,
+    ) -> StoreFuture<'a, ()> {
+        done(Store::put_known_runs(self, scope, runs, gone, mark))
+    }
+    fn known_runs<'a>(
+        &'a self,
+        scope: &'a str,
+        query: &'a KnownRunsQuery,
+    ) -> StoreFuture<'a, Vec<KnownRun>> {
+        done(Store::known_runs(self, scope, query))
     }
 }
 

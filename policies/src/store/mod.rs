@@ -1,6 +1,6 @@
 //! The durable state store: plans, approvals, the dispatch and volume-creation journal, used
 //! request-state nonces and the audit log, in one SQLite database under
-//! `$XDG_STATE_HOME/factory-mcp/`; and, beside it, the request-state key in its own file.
+//! `$XDG_STATE_HOME/factory-mcp/`, with the run-list cache (`known_runs`); and, beside it, the request-state key in its own file.
 //!
 //! Durability and crash safety: every mutation is one transaction; the database runs in WAL
 //! mode with `synchronous=FULL`, so a call that returned `Ok` has reached the disk before the
@@ -19,6 +19,7 @@
 mod backend;
 mod journal;
 mod key;
+mod known_runs;
 mod page;
 mod schema;
 
@@ -36,6 +37,7 @@ use serde::{Deserialize, Serialize};
 pub use backend::{StateStore, StoreFuture};
 pub use journal::{Claim, DispatchRecord, DispatchState, Lease, VolumeRecord, VolumeState};
 pub use key::{KEY_FILE, KEY_LEN};
+pub use known_runs::{KnownRun, KnownRunsQuery};
 pub use page::{PageTokenRecord, new_page_secret, secret_digest};
 
 /// The database file's name inside the state directory.

@@ -9,7 +9,7 @@ use super::StoreError;
 
 /// The schema this build writes. A database with a higher `user_version` was written by a
 /// newer factory-mcp and is refused rather than misread.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 const V1: &str = r#"
 CREATE TABLE plans (
@@ -94,6 +94,33 @@ CREATE TABLE page_tokens (
 CREATE INDEX page_tokens_by_plan ON page_tokens(plan_id);
 "#;
 
+/// Version 3: the run-list cache (`known_runs.rs`): per owner scope, the runs read from the
+/// platform (status, name, config digest, the object as read) and how much of the history was
+/// read (`known_run_scopes`). Only a cache: deleting both tables loses nothing but a re-read.
+const V3: &str = r#"
+CREATE TABLE known_run_scopes (
+    scope           TEXT PRIMARY KEY NOT NULL,
+    complete        INTEGER NOT NULL,
+    watermark_ms    INTEGER NOT NULL,
+    updated_ms      INTEGER NOT NULL
+) STRICT;
+CREATE TABLE known_runs (
+    scope           TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    created_ms      INTEGER NOT NULL,
+    status          TEXT NOT NULL,
+    watch           INTEGER NOT NULL,
+    name            TEXT,
+    config_digest   TEXT,
+    body            TEXT NOT NULL,
+    checked_ms      INTEGER NOT NULL,
+    PRIMARY KEY (scope, run_id)
+) STRICT;
+CREATE INDEX known_runs_watched ON known_runs(scope, watch);
+CREATE INDEX known_runs_by_name ON known_runs(scope, name);
+CREATE INDEX known_runs_by_config ON known_runs(scope, config_digest);
+"#;
+
 /// Bring the schema up to [`SCHEMA_VERSION`] inside one IMMEDIATE transaction, so that two
 /// processes opening a fresh database at once do not both create it.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -111,7 +138,10 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     if version < 2 {
         tx.execute_batch(V2)?;
     }
-    // Later versions: `if version < 3 { tx.execute_batch(V3)?; }` and so on.
+    if version < 3 {
+        tx.execute_batch(V3)?;
+    }
+    // Later versions: `if version < 4 { tx.execute_batch(V4)?; }` and so on.
     if version != SCHEMA_VERSION {
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     }

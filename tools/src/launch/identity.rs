@@ -34,6 +34,23 @@ fn of_body(body: &PlanBody) -> Option<LaunchIdentity> {
     })
 }
 
+/// The ids of every run this server dispatched (from the journal).
+pub(super) async fn dispatched_ids(state: &AppState) -> Vec<String> {
+    let Ok(store) = state.store() else {
+        return Vec::new();
+    };
+    store
+        .dispatched_runs()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|d| match d.state {
+            DispatchState::Dispatched { run_id, .. } => Some(run_id),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The journalled identities of those of `runs` this server dispatched. A journal that cannot
 /// be read leaves them to be judged on what the run objects carry.
 pub(super) async fn journalled(state: &AppState, runs: &[RlRun]) -> Vec<(String, LaunchIdentity)> {

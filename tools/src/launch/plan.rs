@@ -175,8 +175,10 @@ pub(super) async fn plan_run(
         state.policy.reserved_price_per_gpu_hour_usd,
     );
     price.notes.extend(weights_notes(&report));
-    let runs = owner_runs(platform, &owner.team, 5).await?;
-    let active = active_spend(&state, &runs, &account.models).await;
+    // The owner's unfinished runs (however old), then the known runs a duplicate or the
+    // name could concern: the same config, the same name, or one of ours.
+    let known = owner_runs(&state, platform, &owner.team).await?;
+    let active = active_spend(&state, known.unfinished(), &account.models).await;
     let figures = PlanFigures {
         team: owner.team.as_deref(),
         gpu_type: resolved.gpu_type.as_deref(),
@@ -195,6 +197,13 @@ pub(super) async fn plan_run(
 
     // 5. Duplicates and repeated failures on the whole launch identity, then the other checks.
     let now = Utc::now();
+    let runs = known
+        .with(
+            std::slice::from_ref(&resolved.run_name),
+            std::slice::from_ref(&resolved.config_digest),
+            &identity::dispatched_ids(&state).await,
+        )
+        .await;
     let journal = identity::journalled(&state, &runs).await;
     let verdict = duplicates::judge(
         &runs,

@@ -68,7 +68,10 @@ pub(super) async fn reconcile(
             _ => None,
         })
         .collect();
-    let runs = owner_runs(platform, &body.team_id, 3).await?;
+    let runs = owner_runs(state, platform, &body.team_id)
+        .await?
+        .with(std::slice::from_ref(&body.run_name), &[], &[])
+        .await;
     Ok(runs.into_iter().find(|r| {
         r.name.as_deref() == Some(body.run_name.as_str())
             && r.team_id == body.team_id

@@ -56,8 +56,8 @@ pub(super) async fn plan_resume(
     let platform = state.platform()?;
     let priced = price_resume(&state, platform, &prev, args.gpu_type.clone()).await?;
     let team = prev.team_id.clone();
-    let runs = owner_runs(platform, &team, 5).await?;
-    let active = active_spend(&state, &runs, &priced.models).await;
+    let known = owner_runs(&state, platform, &team).await?;
+    let active = active_spend(&state, known.unfinished(), &priced.models).await;
     let figures = PlanFigures {
         team: team.as_deref(),
         gpu_type: priced.gpu_type.as_deref(),
@@ -74,6 +74,7 @@ pub(super) async fn plan_resume(
         "",
     )?;
     let run_name = prev.name.clone().unwrap_or_default();
+    let runs = known.with(std::slice::from_ref(&run_name), &[], &[]).await;
     let resumed = duplicates::judge_resume(
         &runs,
         &prev.id,

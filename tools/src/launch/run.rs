@@ -213,8 +213,8 @@ async fn recheck(
         .available_models(&scope)
         .await
         .map_err(|e| platform_error("list models to re-check budgets", &e))?;
-    let runs = owner_runs(platform, &body.team_id, 5).await?;
-    let active = active_spend(state, &runs, &models).await;
+    let known = owner_runs(state, platform, &body.team_id).await?;
+    let active = active_spend(state, known.unfinished(), &models).await;
     let figures = PlanFigures {
         team: body.team_id.as_deref(),
         gpu_type: body.gpu_type.as_deref(),
