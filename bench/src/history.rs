@@ -44,11 +44,12 @@ fn seed(n: usize) -> Value {
     json!({"mode": "extend", "runs": runs})
 }
 
-/// A small RL config that passes validation (the sandbox's models and environments).
-fn config(name: &str) -> String {
+/// A small RL config that passes validation (the sandbox's models and environments); `steps`
+/// makes each config distinct (the duplicate guard compares configs without their names).
+fn config(name: &str, steps: usize) -> String {
     format!(
         r#"name = "{name}"
-max_steps = 5
+max_steps = {steps}
 seq_len = 2048
 
 [model]
@@ -222,7 +223,7 @@ impl Bench {
         let mut k = 0usize;
         let plan = |k: &mut usize| {
             *k += 1;
-            json!({"config_toml": config(&format!("hist-new-{n}-{k}")), "team_id": TEAM})
+            json!({"config_toml": config(&format!("hist-new-{n}-{k}"), 4 + *k), "team_id": TEAM})
         };
 
         let t0 = std::time::Instant::now();
