@@ -15,6 +15,13 @@ use secrecy::ExposeSecret as _;
 
 use crate::secret::{KnownSecrets, SecretKind};
 
+mod scan;
+
+pub(crate) use scan::shape_ranges;
+use scan::{Literals, assignment_value};
+#[cfg(test)]
+use scan::{assignment_ranges, may_say_secret};
+
 /// One hit in a string: where it is and what it is. The value itself is never kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Hit {
@@ -34,7 +41,7 @@ struct Shape {
     accept: fn(&str) -> bool,
     /// Literals of which every match holds at least one (case-sensitive): the redactor's scan
     /// runs this shape's regex only when one occurs. Empty for `SecretAssignment`, which the
-    /// redactor finds with its own scanner ([`assignment_ranges`]).
+    /// redactor finds with its own scanner ([`scan::assignment_ranges`]).
     triggers: &'static [&'static str],
 }
 
@@ -63,12 +70,6 @@ fn pit_tail(s: &str) -> bool {
 /// An AWS secret access key is base64 with both cases; a 40-hex commit SHA is not.
 fn mixed_case(s: &str) -> bool {
     s.bytes().any(|b| b.is_ascii_uppercase()) && s.bytes().any(|b| b.is_ascii_lowercase())
-}
-
-/// `NAME=VALUE` / `"name": "value"` assignments: the name must say secret and the value must
-/// not be a placeholder, a number or an already-redacted marker.
-fn assignment_value(s: &str) -> bool {
-    !is_placeholder(s) && !s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
 }
 
 fn build(pattern: &str) -> Regex {
@@ -235,215 +236,6 @@ pub(crate) fn shape_hits(text: &str, out: &mut Vec<Hit>) {
     }
 }
 
-/// Which shapes a trigger literal stands for (a bit per index of [`SHAPES`]).
-struct Triggers {
-    matcher: AhoCorasick,
-    shapes: Vec<u32>,
-}
-
-/// Every shape's trigger literals in one automaton (few, short, case-sensitive patterns, so
-/// `aho-corasick` scans with its SIMD prefilter and clean text costs little more than a read).
-static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
-    let mut patterns: Vec<&str> = Vec::new();
-    let mut shapes: Vec<u32> = Vec::new();
-    for (idx, shape) in SHAPES.iter().enumerate() {
-        for t in shape.triggers {
-            match patterns.iter().position(|p| p == t) {
-                Some(i) => shapes[i] |= 1 << idx,
-                None => {
-                    patterns.push(t);
-                    shapes.push(1 << idx);
-                }
-            }
-        }
-    }
-    // The patterns are constants checked by the unit tests; a failure is a programming error.
-    #[allow(clippy::expect_used)]
-    let matcher = AhoCorasick::builder()
-        .match_kind(MatchKind::Standard)
-        .build(&patterns)
-        .expect("shape triggers compile");
-    Triggers { matcher, shapes }
-});
-
-/// The byte ranges the redactor replaces for the credential shapes: the same ranges as the
-/// shape hits of [`shape_hits`] (the differential test in `redact` holds them equal), found in
-/// one pass over `text` for the trigger literals and one `memchr` pass for the `=`/`:` of
-/// assignments. A shape's regex runs only when one of its literals occurs. Allocates nothing
-/// unless it finds something.
-pub(crate) fn shape_ranges(text: &str, out: &mut Vec<Range<usize>>) {
-    let mut present: u32 = 0;
-    for m in TRIGGERS.matcher.find_overlapping_iter(text) {
-        present |= TRIGGERS
-            .shapes
-            .get(m.pattern().as_usize())
-            .copied()
-            .unwrap_or(0);
-    }
-    let mut aws_id = false;
-    if present != 0 {
-        for (idx, shape) in SHAPES.iter().enumerate() {
-            if present & (1 << idx) == 0 {
-                continue;
-            }
-            for caps in shape.re.captures_iter(text) {
-                let Some(m) = caps.get(shape.group) else {
-                    continue;
-                };
-                if !(shape.accept)(m.as_str()) {
-                    continue;
-                }
-                aws_id |= shape.kind == SecretKind::AwsAccessKeyId;
-                out.push(m.range());
-            }
-        }
-    }
-    if aws_id {
-        for caps in AWS_SECRET.captures_iter(text) {
-            if let Some(m) = caps.get(1)
-                && mixed_case(m.as_str())
-            {
-                out.push(m.range());
-            }
-        }
-    }
-    assignment_ranges(text, out);
-}
-
-fn is_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
-}
-
-fn is_name_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_'
-}
-
-/// ASCII bytes that end an assignment's value: `[\s"'\\&,;{}\[\]<>()]` (`\s` as the regex
-/// crate reads it: Unicode `White_Space`, which holds U+000B where `u8::is_ascii_whitespace`
-/// does not).
-static VALUE_STOP: [bool; 128] = {
-    let mut t = [false; 128];
-    let stops = b"\t\n\x0b\x0c\r \"'\\&,;{}[]<>()";
-    let mut i = 0;
-    while i < stops.len() {
-        t[stops[i] as usize] = true;
-        i += 1;
-    }
-    t
-};
-
-/// The end of the value run starting at `start`, and its length in characters.
-fn value_run(text: &str, start: usize) -> (usize, usize) {
-    let bytes = text.as_bytes();
-    let mut i = start;
-    let mut chars = 0;
-    while let Some(&b) = bytes.get(i) {
-        if b < 0x80 {
-            if VALUE_STOP[b as usize] {
-                break;
-            }
-            i += 1;
-        } else {
-            match text.get(i..).and_then(|rest| rest.chars().next()) {
-                Some(c) if !c.is_whitespace() => i += c.len_utf8(),
-                _ => break,
-            }
-        }
-        chars += 1;
-    }
-    (i, chars)
-}
-
-/// A necessary condition for [`name_says_secret`], without allocating: with `_`/`-` dropped
-/// and in upper case, the name holds `TOKEN`, `SECRET`, `PASS`, `CREDENTIAL` or `KEY` (every
-/// word `name_says_secret` looks for holds one; its `TOKENIZ` removal only applies to names
-/// holding `TOKEN`).
-fn may_say_secret(name: &str) -> bool {
-    const WORDS: [&[u8]; 5] = [b"TOKEN", b"SECRET", b"PASS", b"CREDENTIAL", b"KEY"];
-    let mut window = [0u8; 10];
-    let mut len = 0;
-    for b in name.bytes() {
-        if b == b'_' || b == b'-' {
-            continue;
-        }
-        window.copy_within(1.., 0);
-        window[9] = b.to_ascii_uppercase();
-        len = (len + 1).min(10);
-        if WORDS
-            .iter()
-            .any(|w| len >= w.len() && window[10 - w.len()..] == **w)
-        {
-            return true;
-        }
-    }
-    false
-}
-
-/// The `SecretAssignment` shape without its regex: the same matches as that regex's
-/// `captures_iter` (leftmost-first, non-overlapping, each consuming its value whether or not
-/// its name says secret), found from each `=`/`:` by parsing the name backwards and the value
-/// forwards. The regex has no literal to skip ahead on, and on log text (`"key": "value"` on
-/// every line) it matched on most lines; this visits each operator once.
-pub(crate) fn assignment_ranges(text: &str, out: &mut Vec<Range<usize>>) {
-    let bytes = text.as_bytes();
-    // Where the regex would resume: the end of the last match.
-    let mut resume = 0;
-    let mut from = 0;
-    while let Some(off) = bytes
-        .get(from..)
-        .and_then(|b| memchr::memchr2(b'=', b':', b))
-    {
-        let op = from + off;
-        from = op + 1;
-        // Backwards over `([A-Za-z_][A-Za-z0-9_.-]*)\\?"?\s*`.
-        let mut j = op;
-        while let Some(c) = text.get(resume..j).and_then(|s| s.chars().next_back())
-            && c.is_whitespace()
-        {
-            j -= c.len_utf8();
-        }
-        if j > resume && bytes[j - 1] == b'"' {
-            j -= 1;
-        }
-        if j > resume && bytes[j - 1] == b'\\' {
-            j -= 1;
-        }
-        let name_end = j;
-        let mut k = j;
-        while k > resume && is_name_byte(bytes[k - 1]) {
-            k -= 1;
-        }
-        let Some(lead) = bytes[k..name_end].iter().position(|b| is_name_start(*b)) else {
-            continue;
-        };
-        let name_start = k + lead;
-        // Forwards over `\s*\\?["']?([^\s"'\\&,;{}\[\]<>()]{8,})`.
-        let mut v = op + 1;
-        while let Some(c) = text.get(v..).and_then(|s| s.chars().next())
-            && c.is_whitespace()
-        {
-            v += c.len_utf8();
-        }
-        if bytes.get(v) == Some(&b'\\') {
-            v += 1;
-        }
-        if matches!(bytes.get(v), Some(b'"' | b'\'')) {
-            v += 1;
-        }
-        let (value_end, chars) = value_run(text, v);
-        if chars < 8 {
-            continue;
-        }
-        resume = value_end;
-        from = value_end;
-        let name = &text[name_start..name_end];
-        let value = &text[v..value_end];
-        if assignment_value(value) && may_say_secret(name) && name_says_secret(name) {
-            out.push(v..value_end);
-        }
-    }
-}
-
 /// Whether a key or variable name says that its value is a secret: `*_KEY` (and camel-case
 /// `…Key`), `*TOKEN*`, `*SECRET*`, `*PASSWORD*`/`PASSWD`/`PASSPHRASE`, `*CREDENTIAL*`.
 /// `tokenizer…` names do not count. Only the last dotted segment is considered.
@@ -564,7 +356,10 @@ pub fn looks_opaque(value: &str) -> bool {
 
 /// The encoded forms of known secret values, matched all at once.
 pub(crate) struct KnownForms {
+    /// For the secret guard's hits (in the automaton's order, which its findings keep).
     matcher: Option<AhoCorasick>,
+    /// For the redactor's ranges: the same occurrences, found behind SIMD gates.
+    scan: Option<Literals>,
     /// For each pattern, the index of the known secret it came from.
     owner: Vec<usize>,
     /// The names of the known secrets (never their values).
@@ -713,18 +508,22 @@ impl KnownForms {
                 .build(&patterns)
                 .ok()
         };
+        let scan = Literals::new(&patterns);
         KnownForms {
             matcher,
+            scan,
             owner,
             names,
         }
     }
 
-    /// The byte ranges of every (overlapping) occurrence of a known form; no names, no
-    /// allocation unless one occurs.
+    /// The byte ranges of every (overlapping) occurrence of a known form, in no particular
+    /// order; no names, no allocation unless one occurs.
     pub(crate) fn ranges(&self, text: &str, out: &mut Vec<Range<usize>>) {
-        if let Some(matcher) = &self.matcher {
-            out.extend(matcher.find_overlapping_iter(text).map(|m| m.range()));
+        if let Some(scan) = &self.scan {
+            scan.each(text.as_bytes(), |start, i| {
+                out.push(start..start + scan.len_of(i));
+            });
         }
     }
 

@@ -1,0 +1,563 @@
+//! The redactor's scan: every occurrence of a literal set found with SIMD, the credential
+//! shapes' ranges behind their trigger literals, and the `NAME=VALUE` assignments found from
+//! their operators. Clean text costs a few vector passes and one walk over the values of its
+//! `=`/`:` operators; nothing is allocated until something is found.
+
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use aho_corasick::{AhoCorasick, MatchKind, packed};
+
+use super::{AWS_SECRET, SHAPES, is_placeholder, mixed_case, name_says_secret};
+use crate::secret::SecretKind;
+
+/// A packed (Teddy) searcher refuses more than 64 literals, and past 32 it switches to its
+/// "fat" variant, half as fast: larger sets are split into gates of this size.
+const GATE_LITERALS: usize = 32;
+
+/// A gate searches for the literals' first bytes only (Teddy's masks look at four): fewer
+/// distinct gate literals (the padded and unpadded base64 of a value, say, share theirs), and
+/// a candidate start is then checked against the whole literals.
+const GATE_PREFIX: usize = 8;
+
+/// Every occurrence, overlapping ones included, of a set of literals.
+///
+/// A Teddy searcher (`aho_corasick::packed`, SSSE3/AVX2 or NEON) over the literals' prefixes
+/// finds the leftmost start of any prefix at or after a position; the whole literals with one
+/// of that gate's prefixes are then compared there, and the search resumes one byte on. No
+/// occurrence is missed: a literal occurring at `p` has its prefix occurring at `p`, no
+/// prefix starts between the point the search resumed from and the leftmost one, and each
+/// literal is compared by the one gate holding its prefix. Where Teddy is unavailable
+/// (another architecture, no SSSE3), one Aho-Corasick automaton reports the same occurrences.
+pub(crate) struct Literals {
+    literals: Vec<Box<[u8]>>,
+    search: Search,
+}
+
+enum Search {
+    Gates(Vec<Gate>),
+    Automaton(AhoCorasick),
+}
+
+struct Gate {
+    searcher: packed::Searcher,
+    /// The literals (indices into `Literals::literals`) whose prefix is one of this gate's.
+    members: Vec<usize>,
+}
+
+impl Literals {
+    /// `None` for an empty set or one holding the empty string (which occurs everywhere).
+    pub(crate) fn new<P: AsRef<[u8]>>(literals: &[P]) -> Option<Literals> {
+        if literals.is_empty() || literals.iter().any(|l| l.as_ref().is_empty()) {
+            return None;
+        }
+        let literals: Vec<Box<[u8]>> = literals.iter().map(|l| l.as_ref().into()).collect();
+        let mut prefixes: Vec<&[u8]> = literals
+            .iter()
+            .map(|l| &l[..l.len().min(GATE_PREFIX)])
+            .collect();
+        prefixes.sort_unstable();
+        prefixes.dedup();
+        let mut gates = Vec::new();
+        for part in prefixes.chunks(GATE_LITERALS) {
+            let searcher = packed::Config::new()
+                .match_kind(packed::MatchKind::LeftmostFirst)
+                .builder()
+                .extend(part)
+                .build();
+            let Some(searcher) = searcher else {
+                gates.clear();
+                break;
+            };
+            let members = (0..literals.len())
+                .filter(|&i| {
+                    let l = &literals[i];
+                    part.contains(&&l[..l.len().min(GATE_PREFIX)])
+                })
+                .collect();
+            gates.push(Gate { searcher, members });
+        }
+        let search = if gates.is_empty() {
+            Search::Automaton(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .build(&literals)
+                    .ok()?,
+            )
+        } else {
+            Search::Gates(gates)
+        };
+        Some(Literals { literals, search })
+    }
+
+    /// Calls `found(start, literal)` for every occurrence of every literal in `hay` (in no
+    /// particular order).
+    pub(crate) fn each(&self, hay: &[u8], mut found: impl FnMut(usize, usize)) {
+        match &self.search {
+            Search::Gates(gates) => {
+                for gate in gates {
+                    let mut at = 0;
+                    while at < hay.len()
+                        && let Some(m) = gate
+                            .searcher
+                            .find_in(hay, aho_corasick::Span::from(at..hay.len()))
+                    {
+                        let start = m.start();
+                        let rest = &hay[start..];
+                        for &i in &gate.members {
+                            if rest.starts_with(&self.literals[i]) {
+                                found(start, i);
+                            }
+                        }
+                        at = start + 1;
+                    }
+                }
+            }
+            Search::Automaton(automaton) => {
+                for m in automaton.find_overlapping_iter(hay) {
+                    found(m.start(), m.pattern().as_usize());
+                }
+            }
+        }
+    }
+
+    /// The length of literal `i`.
+    pub(crate) fn len_of(&self, i: usize) -> usize {
+        self.literals.get(i).map_or(0, |l| l.len())
+    }
+
+    /// How many gates scan (0 when the automaton does), for the tests.
+    #[cfg(test)]
+    pub(crate) fn gates(&self) -> usize {
+        match &self.search {
+            Search::Gates(gates) => gates.len(),
+            Search::Automaton(_) => 0,
+        }
+    }
+}
+
+/// Which shapes a trigger literal stands for (a bit per index of [`SHAPES`]).
+struct Triggers {
+    literals: Literals,
+    shapes: Vec<u32>,
+}
+
+/// Every shape's trigger literals as one gate: 22 short case-sensitive literals (the eight
+/// spellings of `rer` share Teddy's bucket, whose nybble masks hold both cases exactly).
+static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
+    let mut patterns: Vec<&str> = Vec::new();
+    let mut shapes: Vec<u32> = Vec::new();
+    for (idx, shape) in SHAPES.iter().enumerate() {
+        for t in shape.triggers {
+            match patterns.iter().position(|p| p == t) {
+                Some(i) => shapes[i] |= 1 << idx,
+                None => {
+                    patterns.push(t);
+                    shapes.push(1 << idx);
+                }
+            }
+        }
+    }
+    // The patterns are constants checked by the unit tests; a failure is a programming error.
+    #[allow(clippy::expect_used)]
+    let literals = Literals::new(&patterns).expect("shape triggers compile");
+    Triggers { literals, shapes }
+});
+
+/// The byte ranges the redactor replaces for the credential shapes: the same ranges as the
+/// shape hits of [`super::shape_hits`] (the differential test in `redact` holds them equal),
+/// found by one vector pass over `text` for the trigger literals and one walk from the `=`/`:`
+/// of assignments. A shape's regex runs only when one of its literals occurs. Allocates
+/// nothing unless it finds something.
+pub(crate) fn shape_ranges(text: &str, out: &mut Vec<Range<usize>>) {
+    let mut present: u32 = 0;
+    TRIGGERS.literals.each(text.as_bytes(), |_, i| {
+        present |= TRIGGERS.shapes.get(i).copied().unwrap_or(0);
+    });
+    let mut aws_id = false;
+    if present != 0 {
+        for (idx, shape) in SHAPES.iter().enumerate() {
+            if present & (1 << idx) == 0 {
+                continue;
+            }
+            for caps in shape.re.captures_iter(text) {
+                let Some(m) = caps.get(shape.group) else {
+                    continue;
+                };
+                if !(shape.accept)(m.as_str()) {
+                    continue;
+                }
+                aws_id |= shape.kind == SecretKind::AwsAccessKeyId;
+                out.push(m.range());
+            }
+        }
+    }
+    if aws_id {
+        for caps in AWS_SECRET.captures_iter(text) {
+            if let Some(m) = caps.get(1)
+                && mixed_case(m.as_str())
+            {
+                out.push(m.range());
+            }
+        }
+    }
+    assignment_ranges(text, out);
+}
+
+/// The byte classes of the assignment walk.
+const NAME: u8 = 1;
+const NAME_START: u8 = 2;
+/// `White_Space` as the regex crate's Unicode `\s` reads it: U+000B included, where
+/// `u8::is_ascii_whitespace` leaves it out.
+const SPACE: u8 = 4;
+/// Ends an assignment's value: `[\s"'\\&,;{}\[\]<>()]`.
+const STOP: u8 = 8;
+/// A byte of a non-ASCII character, which is decoded.
+const HIGH: u8 = 16;
+
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'-' {
+            t[b] |= NAME;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            t[b] |= NAME_START;
+        }
+        if c >= 0x80 {
+            t[b] |= HIGH;
+        }
+        b += 1;
+    }
+    let spaces = b"\t\n\x0b\x0c\r ";
+    let mut i = 0;
+    while i < spaces.len() {
+        t[spaces[i] as usize] |= SPACE | STOP;
+        i += 1;
+    }
+    let stops = b"\"'\\&,;{}[]<>()";
+    let mut i = 0;
+    while i < stops.len() {
+        t[stops[i] as usize] |= STOP;
+        i += 1;
+    }
+    t
+};
+
+#[inline(always)]
+fn class(b: u8) -> u8 {
+    CLASS[b as usize]
+}
+
+/// The first position from `i` that is not Unicode white space.
+#[inline]
+fn skip_space_forwards(text: &str, mut i: usize) -> usize {
+    let bytes = text.as_bytes();
+    while let Some(&b) = bytes.get(i) {
+        if b < 0x80 {
+            if class(b) & SPACE == 0 {
+                break;
+            }
+            i += 1;
+        } else {
+            match text.get(i..).and_then(|rest| rest.chars().next()) {
+                Some(c) if c.is_whitespace() => i += c.len_utf8(),
+                _ => break,
+            }
+        }
+    }
+    i
+}
+
+/// The last position down from `j`, not below `floor`, after which `text[..j]` is white space.
+#[inline]
+fn skip_space_backwards(text: &str, floor: usize, mut j: usize) -> usize {
+    let bytes = text.as_bytes();
+    while j > floor {
+        let b = bytes[j - 1];
+        if b < 0x80 {
+            if class(b) & SPACE == 0 {
+                break;
+            }
+            j -= 1;
+        } else {
+            match text.get(floor..j).and_then(|s| s.chars().next_back()) {
+                Some(c) if c.is_whitespace() => j -= c.len_utf8(),
+                _ => break,
+            }
+        }
+    }
+    j
+}
+
+/// The value run from `start`: where it stops (at a stop character or after `limit`
+/// characters) and how many characters it holds.
+#[inline]
+fn value_run(text: &str, start: usize, limit: usize) -> (usize, usize) {
+    let bytes = text.as_bytes();
+    let mut i = start;
+    let mut chars = 0;
+    // Eight ASCII value bytes at a time (a timestamp, a run id, a path).
+    while chars + 8 <= limit
+        && let Some(block) = bytes.get(i..).and_then(|b| b.first_chunk::<8>())
+        && block.iter().fold(0, |acc, &b| acc | class(b)) & (STOP | HIGH) == 0
+    {
+        i += 8;
+        chars += 8;
+    }
+    while chars < limit
+        && let Some(&b) = bytes.get(i)
+    {
+        if b < 0x80 {
+            if class(b) & STOP != 0 {
+                break;
+            }
+            i += 1;
+        } else {
+            match text.get(i..).and_then(|rest| rest.chars().next()) {
+                Some(c) if !c.is_whitespace() => i += c.len_utf8(),
+                _ => break,
+            }
+        }
+        chars += 1;
+    }
+    (i, chars)
+}
+
+/// A necessary condition for [`may_say_secret`], in one cheap pass: with `_`/`-` dropped and
+/// in upper case, the name holds `KE` (`TOKEN`, `KEY`), `CR` (`SECRET`, `CREDENTIAL`) or `AS`
+/// (`PASS`). Log keys such as `timestamp`, `message` or `orchestrator` hold none.
+fn may_say_secret_quick(name: &str) -> bool {
+    let mut prev = 0u8;
+    for b in name.bytes() {
+        if b == b'_' || b == b'-' {
+            continue;
+        }
+        let b = b.to_ascii_uppercase();
+        if matches!((prev, b), (b'K', b'E') | (b'C', b'R') | (b'A', b'S')) {
+            return true;
+        }
+        prev = b;
+    }
+    false
+}
+
+/// A necessary condition for [`name_says_secret`], without allocating: with `_`/`-` dropped
+/// and in upper case, the name holds `TOKEN`, `SECRET`, `PASS`, `CREDENTIAL` or `KEY` (every
+/// word `name_says_secret` looks for holds one; its `TOKENIZ` removal only applies to names
+/// holding `TOKEN`).
+pub(super) fn may_say_secret(name: &str) -> bool {
+    const WORDS: [&[u8]; 5] = [b"TOKEN", b"SECRET", b"PASS", b"CREDENTIAL", b"KEY"];
+    let mut window = [0u8; 10];
+    let mut len = 0;
+    for b in name.bytes() {
+        if b == b'_' || b == b'-' {
+            continue;
+        }
+        window.copy_within(1.., 0);
+        window[9] = b.to_ascii_uppercase();
+        len = (len + 1).min(10);
+        if WORDS
+            .iter()
+            .any(|w| len >= w.len() && window[10 - w.len()..] == **w)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// `NAME=VALUE` / `"name": "value"` assignments: the name must say secret and the value must
+/// not be a placeholder, a number or an already-redacted marker.
+pub(super) fn assignment_value(s: &str) -> bool {
+    !is_placeholder(s) && !s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+}
+
+/// The `SecretAssignment` shape without its regex: the same matches as that regex's
+/// `captures_iter` (leftmost-first, non-overlapping, each consuming its value whether or not
+/// its name says secret), found from each `=`/`:` by parsing the value forwards and the name
+/// backwards. The regex has no literal to skip ahead on, and on log text (`"key": "value"` on
+/// every line) it matched on most lines; this visits each operator once, and most operators
+/// of log text (`"level":"INFO"`, `step=12`) cost a look at the few characters of their
+/// value.
+pub(crate) fn assignment_ranges(text: &str, out: &mut Vec<Range<usize>>) {
+    let bytes = text.as_bytes();
+    // Where the regex would resume: the end of the last match.
+    let mut resume = 0;
+    let mut from = 0;
+    while let Some(off) = bytes
+        .get(from..)
+        .and_then(|b| memchr::memchr2(b'=', b':', b))
+    {
+        let op = from + off;
+        from = op + 1;
+        // Forwards over `\s*\\?["']?([^\s"'\\&,;{}\[\]<>()]{8,})`, first to its eighth
+        // character only: a shorter value is no match, whatever the name.
+        let mut v = skip_space_forwards(text, op + 1);
+        if bytes.get(v) == Some(&b'\\') {
+            v += 1;
+        }
+        if matches!(bytes.get(v), Some(b'"' | b'\'')) {
+            v += 1;
+        }
+        let (eighth, chars) = value_run(text, v, 8);
+        if chars < 8 {
+            continue;
+        }
+        // Backwards over `([A-Za-z_][A-Za-z0-9_.-]*)\\?"?\s*`, not into the last match.
+        let mut j = skip_space_backwards(text, resume, op);
+        if j > resume && bytes[j - 1] == b'"' {
+            j -= 1;
+        }
+        if j > resume && bytes[j - 1] == b'\\' {
+            j -= 1;
+        }
+        let name_end = j;
+        let mut k = j;
+        while k > resume && class(bytes[k - 1]) & NAME != 0 {
+            k -= 1;
+        }
+        let Some(lead) = bytes[k..name_end]
+            .iter()
+            .position(|b| class(*b) & NAME_START != 0)
+        else {
+            continue;
+        };
+        let name_start = k + lead;
+        // A match: it consumes its whole value.
+        let (value_end, _) = value_run(text, eighth, usize::MAX);
+        resume = value_end;
+        from = value_end;
+        let name = &text[name_start..name_end];
+        if !may_say_secret_quick(name) {
+            continue;
+        }
+        let value = &text[v..value_end];
+        if assignment_value(value) && may_say_secret(name) && name_says_secret(name) {
+            out.push(v..value_end);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn the_byte_classes_agree_with_the_regex_crate() {
+        for b in 0u8..=255 {
+            assert_eq!(class(b) & HIGH != 0, b >= 0x80, "{b:#x}");
+            if b >= 0x80 {
+                assert_eq!(class(b) & !HIGH, 0, "{b:#x}");
+                continue;
+            }
+            let c = b as char;
+            assert_eq!(class(b) & SPACE != 0, c.is_whitespace(), "{b:#x}");
+            assert_eq!(
+                class(b) & STOP != 0,
+                c.is_whitespace() || "\"'\\&,;{}[]<>()".contains(c),
+                "{b:#x}"
+            );
+            assert_eq!(
+                class(b) & NAME != 0,
+                c.is_ascii_alphanumeric() || "_.-".contains(c),
+                "{b:#x}"
+            );
+            assert_eq!(
+                class(b) & NAME_START != 0,
+                c.is_ascii_alphabetic() || c == '_',
+                "{b:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_trigger_and_known_value_gates_run_on_simd_here() {
+        // On x86-64 with SSSE3 (every machine this runs on) and on aarch64, the gates are
+        // Teddy searchers; elsewhere the automaton fallback is as exact, only slower.
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+            && (cfg!(target_arch = "aarch64") || std::is_x86_feature_detected!("ssse3"))
+        {
+            assert_eq!(TRIGGERS.literals.gates(), 1);
+        }
+    }
+
+    /// Every occurrence of `literals` in `hay` by brute force, sorted.
+    fn brute(literals: &[String], hay: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for start in 0..hay.len() {
+            for (i, l) in literals.iter().enumerate() {
+                if hay.as_bytes()[start..].starts_with(l.as_bytes()) {
+                    out.push((start, i));
+                }
+            }
+        }
+        out
+    }
+
+    fn found(literals: &Literals, hay: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        literals.each(hay.as_bytes(), |start, i| out.push((start, i)));
+        out.sort_unstable();
+        out
+    }
+
+    #[test]
+    fn literals_find_overlapping_occurrences_at_the_edges() {
+        let literals: Vec<String> = ["abcabc", "bcab", "cab", "abcabcabc"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let set = Literals::new(&literals).unwrap_or_else(|| unreachable!());
+        // Long enough for the vector searcher, with occurrences at the very start, straddling
+        // a 16- and a 32-byte block, overlapping one another, and at the very end.
+        let mut hay = String::from("abcabcabc");
+        hay.push_str(&"x".repeat(20));
+        hay.push_str("abcabcab");
+        hay.push_str(&"y".repeat(29));
+        hay.push_str("cabcabcabc");
+        for cut in 0..=hay.len() {
+            let h = &hay[..cut];
+            assert_eq!(found(&set, h), brute(&literals, h), "{h:?}");
+        }
+    }
+
+    #[test]
+    fn more_literals_than_a_gate_holds_are_split_and_all_found() {
+        let literals: Vec<String> = (0..75).map(|i| format!("lit{i:03}x")).collect();
+        let set = Literals::new(&literals).unwrap_or_else(|| unreachable!());
+        let hay: String = (0..75)
+            .rev()
+            .map(|i| format!("..lit{i:03}x"))
+            .collect::<Vec<_>>()
+            .concat();
+        assert_eq!(found(&set, &hay), brute(&literals, &hay));
+        assert_eq!(set.len_of(74), 7);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn literals_find_what_brute_force_finds(
+            literals in prop::collection::vec("[ab]{1,5}", 1..40),
+            hay in "[abc]{0,200}",
+        ) {
+            let set = Literals::new(&literals).unwrap_or_else(|| unreachable!());
+            prop_assert_eq!(found(&set, &hay), brute(&literals, &hay));
+        }
+
+        #[test]
+        fn the_quick_check_holds_for_every_name_that_may_say_secret(
+            name in "[A-Za-z0-9_.-]{0,24}|[A-Za-z_.-]{0,4}(t_?o-?k_?e_?n|S_E-C_R_E_T|pa_s_s|KE_Y|c_r_e_d|y)[A-Za-z_.-]{0,4}",
+        ) {
+            if may_say_secret(&name) {
+                prop_assert!(may_say_secret_quick(&name));
+            }
+        }
+    }
+}
