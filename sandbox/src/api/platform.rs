@@ -1328,7 +1328,7 @@ mod tests {
             trace_bytes_total: None,
         };
         seed.runs = vec![
-            run("clong", true, 2500, false, 100_000.0),
+            run("clong", true, 1200, false, 100_000.0),
             run("crl", false, 300, true, 400.0),
             run("cyoung", false, 50, false, 3.0),
         ];
@@ -1369,19 +1369,21 @@ mod tests {
                         .collect();
                     for force_env in [false, true] {
                         // Twice: the second answer comes from the kept body.
-                        for _ in 0..2 {
-                            let now = st.now();
-                            let (new, old) = st.with_world(|w| {
-                                let r = w.run(id).unwrap();
-                                (
-                                    render_logs(&st, r, &w.seed, now, &q, force_env),
-                                    old_render_logs(r, &w.seed, now, &q, force_env),
-                                )
-                            });
-                            let (new, old) = (bytes(new).await, bytes(old).await);
+                        let now = st.now();
+                        let (first, again, old) = st.with_world(|w| {
+                            let r = w.run(id).unwrap();
+                            (
+                                render_logs(&st, r, &w.seed, now, &q, force_env),
+                                render_logs(&st, r, &w.seed, now, &q, force_env),
+                                old_render_logs(r, &w.seed, now, &q, force_env),
+                            )
+                        });
+                        let old = bytes(old).await;
+                        for new in [first, again] {
+                            let new = bytes(new).await;
                             assert_eq!(new, old, "round {round} {id} {q:?} env {force_env}");
-                            seen += usize::from(new.0 == StatusCode::OK && new.2.len() > 1000);
                         }
+                        seen += usize::from(old.0 == StatusCode::OK && old.2.len() > 1000);
                     }
                 }
             }
@@ -1399,6 +1401,6 @@ mod tests {
                 }),
             }
         }
-        assert!(seen > 50, "{seen}");
+        assert!(seen > 25, "{seen}");
     }
 }
