@@ -374,10 +374,11 @@ async fn a_server_killed_mid_fetch_leaves_only_complete_files_under_final_names(
         .map(|t| t["trace_id"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(ids.len(), 48, "{listed}");
-    // The 12th trace (in the order fetch_traces takes them) is held half-way for a minute.
+    // The 12th trace (in the order fetch_traces takes them) is held half-way for 10 minutes
+    // (the kill comes long before; the wait below is bounded only against a hang).
     let victim = ids[11].clone();
     let mut stall = FaultRule::new(format!("/api/v1/traces/{victim}"), FaultEffect::StallBody);
-    stall.delay_ms = Some(60_000);
+    stall.delay_ms = Some(600_000);
     stall.times = Some(1);
     w.sandbox.add_fault(stall);
 
@@ -399,13 +400,18 @@ async fn a_server_killed_mid_fetch_leaves_only_complete_files_under_final_names(
     );
     let in_flight = tokio::spawn(async move { peer.call_tool(params).await });
 
-    // Wait (bounded) until the held download has bytes in its temporary file and the traces
-    // before it are in place, then kill the server there.
+    // Wait (bounded) until the held download has started (its first half sent, on its way into
+    // a temporary file) and the traces before it are in place, then kill the server there.
     let dest = w.workspace.path().join("traces");
+    let victim_path = format!("/api/v1/traces/{victim}");
     let mut held = false;
-    for _ in 0..1200 {
-        let done = final_files(&dest).len();
-        if done >= 11 && !partial_files(&state_home).is_empty() {
+    for _ in 0..12_000 {
+        let started = w
+            .sandbox
+            .request_log()
+            .iter()
+            .any(|r| r.path == victim_path);
+        if started && final_files(&dest).len() >= 11 {
             held = true;
             break;
         }
