@@ -289,3 +289,197 @@ async fn a_torn_trace_file_is_detected_and_fetched_again() {
     }
     c.cancel().await.unwrap();
 }
+
+/// Every regular file under `dir` (recursively) whose name ends with `.part` and holds bytes.
+fn partial_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => out.extend(partial_files(&p)),
+            Ok(t)
+                if t.is_file()
+                    && p.to_string_lossy().ends_with(".part")
+                    && e.metadata().is_ok_and(|m| m.len() > 0) =>
+            {
+                out.push(p)
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The files in `dir` under a final name (not a hidden temporary one).
+fn final_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The server killed with SIGKILL in the middle of `fetch_traces` — downloads done, one held
+/// half-way by the platform, others in flight — leaves only complete files under final names:
+/// each byte-equal to what the platform serves, the half-downloaded one absent. A restarted
+/// server's fetch skips them and completes the rest.
+#[tokio::test]
+async fn a_server_killed_mid_fetch_leaves_only_complete_files_under_final_names() {
+    let w = World::new().await;
+    let run = w.create_run(0, "killed-fetch", 12, None).await;
+    w.advance(60);
+    let http = reqwest::Client::new();
+    let raw = |id: String| {
+        let http = http.clone();
+        let url = format!("{}/api/v1/traces/{id}?raw=true", w.sandbox.base_url());
+        let key = w.key(0);
+        async move {
+            http.get(url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .error_for_status()
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap()
+                .to_vec()
+        }
+    };
+    let listed: Value = http
+        .get(format!(
+            "{}/api/v1/traces?run_id={run}&limit=100",
+            w.sandbox.base_url()
+        ))
+        .bearer_auth(w.key(0))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<String> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["trace_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 48, "{listed}");
+    // The 12th trace (in the order fetch_traces takes them) is held half-way for 10 minutes
+    // (the kill comes long before; the wait below is bounded only against a hang).
+    let victim = ids[11].clone();
+    let mut stall = FaultRule::new(format!("/api/v1/traces/{victim}"), FaultEffect::StallBody);
+    stall.delay_ms = Some(600_000);
+    stall.times = Some(1);
+    w.sandbox.add_fault(stall);
+
+    let env = w.env(0);
+    let state_home = env
+        .iter()
+        .find(|(k, _)| k == "XDG_STATE_HOME")
+        .map(|(_, v)| std::path::PathBuf::from(v))
+        .unwrap();
+    let transport = w.transport(env.clone(), &[]);
+    let pid = transport.id().expect("child pid");
+    let c = connect(PlainClient, transport, Era::Modern).await;
+    let peer = c.peer().clone();
+    let params = CallToolRequestParams::new("fetch_traces").with_arguments(
+        json!({"run_id": run, "dest_dir": "traces"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let in_flight = tokio::spawn(async move { peer.call_tool(params).await });
+
+    // Wait (bounded) until the held download has started (its first half sent, on its way into
+    // a temporary file) and the traces before it are in place, then kill the server there.
+    let dest = w.workspace.path().join("traces");
+    let victim_path = format!("/api/v1/traces/{victim}");
+    let mut held = false;
+    for _ in 0..12_000 {
+        let started = w
+            .sandbox
+            .request_log()
+            .iter()
+            .any(|r| r.path == victim_path);
+        if started && final_files(&dest).len() >= 11 {
+            held = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        held,
+        "the fetch never got half-way: {:?}",
+        final_files(&dest)
+    );
+    assert!(!in_flight.is_finished(), "the answer came before the kill");
+    sigkill(pid);
+    let lost = tokio::time::timeout(Duration::from_secs(10), in_flight)
+        .await
+        .expect("the client notices");
+    assert!(!matches!(lost, Ok(Ok(_))), "a killed server answered");
+    drop(c);
+
+    // Every file under a final name is complete: byte-equal to the platform's document.
+    let on_disk = final_files(&dest);
+    assert!(on_disk.len() >= 11, "{on_disk:?}");
+    assert!(
+        !on_disk.contains(&format!("{victim}.json")),
+        "the half-downloaded trace is under its final name"
+    );
+    for name in &on_disk {
+        let id = name
+            .strip_suffix(".json")
+            .unwrap_or_else(|| panic!("an unexpected file {name}"));
+        assert!(ids.iter().any(|i| i == id), "{name}");
+        assert_eq!(
+            std::fs::read(dest.join(name)).unwrap(),
+            raw(id.to_string()).await,
+            "{name} is not the platform's document"
+        );
+    }
+    eprintln!(
+        "killed mid-fetch: {} of {} files complete, {} partial download(s) in staging",
+        on_disk.len(),
+        ids.len(),
+        partial_files(&state_home).len()
+    );
+
+    // A restarted server skips the complete files and fetches the rest.
+    w.sandbox.clear_faults();
+    let c = w.client(0, &[], Era::Modern).await;
+    let out = ok(&call(
+        &c,
+        "fetch_traces",
+        json!({"run_id": run, "dest_dir": "traces"}),
+    )
+    .await);
+    assert_eq!(
+        out["skipped"].as_u64().unwrap() as usize,
+        on_disk.len(),
+        "{out}"
+    );
+    assert_eq!(
+        out["downloaded"].as_u64().unwrap() as usize,
+        ids.len() - on_disk.len(),
+        "{out}"
+    );
+    for id in &ids {
+        assert_eq!(
+            std::fs::read(dest.join(format!("{id}.json"))).unwrap(),
+            raw(id.clone()).await,
+            "{id}"
+        );
+    }
+    c.cancel().await.unwrap();
+}

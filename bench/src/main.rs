@@ -35,6 +35,7 @@ const MAIN_RUN: &str = "cbenchmain000000000000001";
 const LOGS_RUN: &str = "cbenchlogs000000000000001";
 const TRACES_100M: &str = "cbenchtraces100m000000000";
 const TRACES_1G: &str = "cbenchtraces1g00000000000";
+const TRACES_600: &str = "cbenchtraces6000000000000";
 
 #[derive(Debug, Parser)]
 #[command(about = "factory-mcp benchmarks (see docs/BENCHMARKS.md; run through scripts/bench.sh)")]
@@ -924,9 +925,13 @@ impl Bench {
 
     async fn fetch_traces(&mut self) -> anyhow::Result<()> {
         let runs: Vec<(&str, &str)> = if self.args.quick {
-            vec![("100 MiB", TRACES_100M)]
+            vec![("600 small", TRACES_600), ("100 MiB", TRACES_100M)]
         } else {
-            vec![("100 MiB", TRACES_100M), ("1 GiB", TRACES_1G)]
+            vec![
+                ("600 small", TRACES_600),
+                ("100 MiB", TRACES_100M),
+                ("1 GiB", TRACES_1G),
+            ]
         };
         let mut rows = Vec::new();
         let mut js = Vec::new();
@@ -968,24 +973,25 @@ impl Bench {
             let (floor_bytes, floor_secs) = self.fetch_floor(run).await?;
             let mbs = bytes as f64 / 1e6 / secs;
             let floor_mbs = floor_bytes as f64 / 1e6 / floor_secs;
+            let files_s = files as f64 / secs;
             rows.push(format!(
-                "| {label} | {files} | {:.1} MB | {secs:.2} s | **{mbs:.0} MB/s** | {floor_mbs:.0} MB/s | {:.1} MiB | **{:.1} MiB** |",
+                "| {label} | {files} | {:.1} MB | {secs:.2} s | **{files_s:.0}** | **{mbs:.0} MB/s** | {floor_mbs:.0} MB/s | {:.1} MiB | **{:.1} MiB** |",
                 bytes as f64 / 1e6,
                 rss0.0 as f64 / 1024.0,
                 hwm as f64 / 1024.0,
             ));
-            js.push(json!({"run": run, "label": label, "files": files, "bytes": bytes, "secs": secs, "mb_per_s": mbs,
+            js.push(json!({"run": run, "label": label, "files": files, "bytes": bytes, "secs": secs, "files_per_s": files_s, "mb_per_s": mbs,
                 "rss_before_kib": rss0.0, "rss_peak_sampled_kib": peak.load(Ordering::Relaxed), "vm_hwm_kib": hwm,
                 "floor_bytes": floor_bytes, "floor_secs": floor_secs, "floor_mb_per_s": floor_mbs}));
         }
         self.report.push_str(&format!(
             "\n## `fetch_traces`\n\n\
-             A seeded run whose traces total the given size (80 documents generated on the fly by the sandbox); one \
-             `fetch_traces` call on a fresh stdio server writes them under its workspace (same disk as the floor). Floor: \
+             A seeded run's traces: 600 small documents (150 steps), or 80 padded to the given total, generated on the fly \
+             by the sandbox; one `fetch_traces` call on a fresh stdio server writes them under its workspace (same disk as the floor). Floor: \
              the same documents listed and streamed to files directly with reqwest, one after another. MB = 10⁶ bytes. \
              Peak RSS is the server's VmHWM over its whole life.\n\n\
-             | traces | files | bytes | time | tool rate | floor rate | server RSS before | **server peak RSS** |\n\
-             |---|---|---|---|---|---|---|---|\n{}\n",
+             | traces | files | bytes | time | files/s | tool rate | floor rate | server RSS before | **server peak RSS** |\n\
+             |---|---|---|---|---|---|---|---|---|\n{}\n",
             rows.join("\n")
         ));
         self.results.insert("fetch_traces".into(), Value::Array(js));

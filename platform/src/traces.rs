@@ -274,6 +274,23 @@ impl TracesClient<'_> {
             .await
     }
 
+    /// `GET /traces/{id}?raw=true`, streamed byte-exact into `file` (already open, written from
+    /// where it stands; `shown` names it in errors) through a buffer of [`STREAM_BUFFER`]
+    /// bytes, flushed at the end — neither synced nor renamed: making it durable and giving it
+    /// its final name is the caller's (`fetch_traces` syncs a batch of files off the runtime,
+    /// then their directory once). Retried only until a 2xx arrives; a body cut short is
+    /// [`PlatformError::Truncated`] and the file's contents are then to be discarded.
+    pub async fn download_trace_into(
+        &self,
+        trace_id: &str,
+        file: &mut tokio::fs::File,
+        shown: &Path,
+    ) -> Result<u64, PlatformError> {
+        let path = format!("/traces/{}", segment(trace_id, "trace id")?);
+        self.stream_into(self.get(path).query("raw", "true"), file, shown)
+            .await
+    }
+
     /// `GET /episodes?limit=…&filters…` → a cursor page of episodes.
     pub async fn list_episodes(
         &self,
@@ -360,10 +377,6 @@ impl TracesClient<'_> {
     /// body cut short (connection error, `Content-Length` mismatch, a chunk not arriving in
     /// time) is an error and leaves nothing at `dest`. Returns the bytes written.
     async fn download_raw(&self, call: Call, dest: &Path) -> Result<u64, PlatformError> {
-        let io_err = |path: &Path, e: std::io::Error| PlatformError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        };
         let file_name = dest.file_name().ok_or_else(|| {
             PlatformError::InvalidArgument(format!(
                 "destination '{}' has no file name",
@@ -374,11 +387,6 @@ impl TracesClient<'_> {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => std::path::PathBuf::from("."),
         };
-        let endpoint = call.endpoint();
-        let chunk_timeout = call.timeout;
-        let response = self.client.http.stream(&call).await?;
-        let expected = response.content_length();
-
         let mut prefix = std::ffi::OsString::from(".");
         prefix.push(file_name);
         prefix.push(".");
@@ -386,11 +394,40 @@ impl TracesClient<'_> {
             .prefix(&prefix)
             .suffix(".part")
             .tempfile_in(&dir)
-            .map_err(|e| io_err(&dir, e))?;
+            .map_err(|e| io_error(&dir, e))?;
         // The TempPath deletes the partial file on every early return below.
         let (std_file, tmp_path) = tmp.into_parts();
         let mut file = tokio::fs::File::from_std(std_file);
+        let written = self.stream_into(call, &mut file, &tmp_path).await?;
+        file.sync_all().await.map_err(|e| io_error(&tmp_path, e))?;
+        drop(file);
+        tmp_path
+            .persist(dest)
+            .map_err(|e| io_error(dest, e.error))?;
+        // Make the rename itself durable where the platform allows syncing a directory.
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(written)
+    }
 
+    /// Streams a raw body into `file` through a [`STREAM_BUFFER`]-byte buffer, flushed at the
+    /// end; a body cut short (connection error, `Content-Length` mismatch, a chunk not arriving
+    /// in time) is [`PlatformError::Truncated`]. Returns the bytes written.
+    async fn stream_into(
+        &self,
+        call: Call,
+        file: &mut tokio::fs::File,
+        shown: &Path,
+    ) -> Result<u64, PlatformError> {
+        let endpoint = call.endpoint();
+        let chunk_timeout = call.timeout;
+        let response = self.client.http.stream(&call).await?;
+        let expected = response.content_length();
+        let mut out = tokio::io::BufWriter::with_capacity(
+            expected.map_or(STREAM_BUFFER, |n| (n as usize).clamp(1, STREAM_BUFFER)),
+            file,
+        );
         let mut stream = response.bytes_stream();
         let mut written: u64 = 0;
         let truncated = |received| PlatformError::Truncated {
@@ -403,9 +440,9 @@ impl TracesClient<'_> {
                 Err(_) | Ok(Some(Err(_))) => return Err(truncated(written)),
                 Ok(None) => break,
                 Ok(Some(Ok(chunk))) => {
-                    file.write_all(&chunk)
+                    out.write_all(&chunk)
                         .await
-                        .map_err(|e| io_err(&tmp_path, e))?;
+                        .map_err(|e| io_error(shown, e))?;
                     written += chunk.len() as u64;
                 }
             }
@@ -413,15 +450,18 @@ impl TracesClient<'_> {
         if expected.is_some_and(|n| n != written) {
             return Err(truncated(written));
         }
-        file.flush().await.map_err(|e| io_err(&tmp_path, e))?;
-        file.sync_all().await.map_err(|e| io_err(&tmp_path, e))?;
-        drop(file);
-        tmp_path.persist(dest).map_err(|e| io_err(dest, e.error))?;
-        // Make the rename itself durable where the platform allows syncing a directory.
-        if let Ok(d) = std::fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
+        out.flush().await.map_err(|e| io_error(shown, e))?;
         tracing::debug!(path = %call.path, bytes = written, "raw download complete");
         Ok(written)
+    }
+}
+
+/// Bytes a raw download gathers before each write to its file (a small document is one write).
+pub const STREAM_BUFFER: usize = 256 * 1024;
+
+fn io_error(path: &Path, e: std::io::Error) -> PlatformError {
+    PlatformError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
     }
 }

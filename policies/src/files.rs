@@ -406,6 +406,12 @@ impl DestDir {
         Ok(DestDir { fd, path })
     }
 
+    /// Syncs the directory itself, making the renames into it durable: with each file's data
+    /// synced before its rename, one call after a batch of them makes the whole batch durable.
+    pub fn sync(&self) -> io::Result<()> {
+        rustix::fs::fsync(&self.fd).map_err(io::Error::from)
+    }
+
     /// The size of `name` when it is a regular file (not a symlink) in this directory.
     pub fn regular_len(&self, name: &OsStr) -> Option<u64> {
         let st = rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;

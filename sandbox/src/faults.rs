@@ -1,7 +1,7 @@
 //! Fault injection: rules added with `POST /_sandbox/faults` (or the handle) that make matching
 //! requests fail in the ways a client must survive — an error status with `Retry-After`, a delay
 //! before or after the request is handled, a connection dropped after the work was committed,
-//! a reset with no answer, a body cut half-way. This module holds the rules; `api::layers`
+//! a reset with no answer, a body cut half-way or held there. This module holds the rules; `api::layers`
 //! applies them.
 
 use std::sync::Arc;
@@ -34,6 +34,9 @@ pub enum FaultEffect {
     Reset,
     /// Handle, send the headers (full `Content-Length`) and half the body, then close.
     CutBody,
+    /// Handle, send the headers and half the body, wait `delay_ms`, then send the rest: a
+    /// download held half-way (a test kills the client there).
+    StallBody,
     /// S3 endpoint only: the request's transfer credentials expire now (it is refused with
     /// `ExpiredToken`, and so is every later request with them).
     ExpireCredentials,

@@ -13,6 +13,7 @@
 //! | `seed` | users, keys, teams, models, GPU types: the [`Seed`] and its file format |
 //! | `world` | the mutable world: runs, volumes, counters; the state file |
 //! | `sim` | what a run looks like at an instant: status, logs, metrics, samples, usage |
+//! | `logcache` | generated log lines (and answers) kept per run, reused only for an equal run and phase |
 //! | `outputs` | what a run writes: checkpoints and the files on its volume |
 //! | `tracegen` | the traces a run produces |
 //! | `builder` | run and volume records from requests and seeds; the first world |
@@ -32,6 +33,7 @@ mod error;
 mod faults;
 mod handle;
 mod http;
+mod logcache;
 mod outputs;
 mod s3;
 mod s3_store;

@@ -204,7 +204,7 @@ pub struct SeedRun {
 }
 
 /// Simulated durations (all inventions of the sandbox; the platform documents none).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Timings {
     /// Seconds a run stays QUEUED.

@@ -228,7 +228,7 @@ pub(crate) fn classify(l: &Launch<'_>) -> Scenario {
 // ---- lifecycle ----------------------------------------------------------------------------
 
 /// A run's state at one instant.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Phase {
     pub(crate) status: &'static str,
     /// Completed training steps.

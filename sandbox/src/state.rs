@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 
 use crate::clock::Clock;
 use crate::faults::Faults;
+use crate::logcache::LogCache;
 use crate::s3_store::S3State;
 use crate::world::World;
 
@@ -26,6 +27,8 @@ pub(crate) struct AppState {
     pub(crate) requests: Mutex<Vec<RequestRecord>>,
     /// The volumes' S3-compatible endpoint: issued credentials, leases, uploads.
     pub(crate) s3: S3State,
+    /// Generated log lines per run (the sandbox's own cost, kept out of the floor).
+    pub(crate) logs: LogCache,
     state_file: Option<PathBuf>,
     pub(crate) token_value: Option<String>,
     pub(crate) base_url: String,
@@ -45,6 +48,7 @@ impl AppState {
             faults: Mutex::new(Faults::default()),
             requests: Mutex::new(Vec::new()),
             s3: S3State::default(),
+            logs: LogCache::default(),
             state_file,
             token_value,
             base_url,

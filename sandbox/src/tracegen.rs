@@ -34,11 +34,67 @@ pub(crate) fn eval_run_id(run_id: &str) -> String {
     format!("{run_id}-eval")
 }
 
-/// Every trace the run has produced by `now`.
-pub(crate) fn traces_for(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<TraceRec> {
+/// Where one trace of a run sits, before its record is built ([`build`]): its step, its index
+/// in the step, train or eval, and its padded size. Cheap to list, so a request can page or
+/// pick traces without building every record of the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Slot {
+    pub(crate) k: u32,
+    pub(crate) i: u32,
+    pub(crate) eval: bool,
+    padded_size: Option<u64>,
+}
+
+impl Slot {
+    /// Whether this slot's trace belongs to the trace run `trace_run` (`<run>` or `<run>-eval`).
+    pub(crate) fn in_trace_run(&self, run: &Run, trace_run: &str) -> bool {
+        if self.eval {
+            trace_run.strip_suffix("-eval").is_some_and(|r| r == run.id)
+        } else {
+            trace_run == run.id
+        }
+    }
+
+    /// The trace's id (as its record's `trace_id`).
+    pub(crate) fn trace_id(&self, run: &Run) -> String {
+        let (k, i) = (self.k, self.i);
+        if self.eval {
+            format!("tr-{}-eval-{k:05}-{i}", run.id)
+        } else {
+            format!("tr-{}-{k:05}-{i}", run.id)
+        }
+    }
+
+    /// The trace's episode id (as its record's `episode_id`).
+    pub(crate) fn episode_id(&self, run: &Run) -> String {
+        let (k, e) = (self.k, self.i / 2);
+        if self.eval {
+            format!("ep-{}-eval-{k:05}-{e}", run.id)
+        } else {
+            format!("ep-{}-{k:05}-{e}", run.id)
+        }
+    }
+
+    /// When the trace was created (as its record's `created`).
+    pub(crate) fn created(&self, ph: &Phase, seed: &Seed) -> DateTime<Utc> {
+        plus_secs(
+            sim::step_time(ph, &seed.timings, self.k),
+            f64::from(self.i) * 0.01,
+        )
+    }
+}
+
+/// A run's traces at an instant, as slots.
+pub(crate) struct RunTraces {
+    pub(crate) ph: Phase,
+    pub(crate) slots: Vec<Slot>,
+}
+
+/// Every trace the run has produced by `now`, as slots in [`traces_for`]'s order.
+pub(crate) fn slots_for(run: &Run, seed: &Seed, now: DateTime<Utc>) -> RunTraces {
     let t = &seed.timings;
     let ph = phase(run, t, now);
-    let mut out = Vec::new();
+    let mut slots = Vec::new();
     if !run.sft {
         let per = t.traces_per_step.max(1);
         let padded = run.trace_bytes_total.map(|total| {
@@ -55,7 +111,12 @@ pub(crate) fn traces_for(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Trac
                     let ordinal = u64::from(k - 1) * u64::from(per) + u64::from(i) + 1;
                     if ordinal == n { each + rem } else { each }
                 });
-                out.push(make(run, seed, &ph, k, i, "train", padded_size));
+                slots.push(Slot {
+                    k,
+                    i,
+                    eval: false,
+                    padded_size,
+                });
             }
         }
     }
@@ -63,12 +124,34 @@ pub(crate) fn traces_for(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<Trac
         let mut k = every;
         while k <= ph.steps {
             for i in 0..t.eval_traces_per_step.max(1) {
-                out.push(make(run, seed, &ph, k, i, "eval", None));
+                slots.push(Slot {
+                    k,
+                    i,
+                    eval: true,
+                    padded_size: None,
+                });
             }
             k += every;
         }
     }
-    out
+    RunTraces { ph, slots }
+}
+
+/// The record of the trace at `slot` of `run` (`ph`: the run's phase its slots were listed at).
+pub(crate) fn build(run: &Run, seed: &Seed, ph: &Phase, slot: Slot) -> TraceRec {
+    let run_type = if slot.eval { "eval" } else { "train" };
+    make(run, seed, ph, slot.k, slot.i, run_type, slot.padded_size)
+}
+
+/// Every trace the run has produced by `now` (the routes build only what they answer with;
+/// their tests compare with building everything).
+#[cfg(test)]
+pub(crate) fn traces_for(run: &Run, seed: &Seed, now: DateTime<Utc>) -> Vec<TraceRec> {
+    let rt = slots_for(run, seed, now);
+    rt.slots
+        .iter()
+        .map(|s| build(run, seed, &rt.ph, *s))
+        .collect()
 }
 
 /// A run whose train uploads are lost at some steps (name contains `upload-gap`).

@@ -62,7 +62,7 @@ pub(crate) enum Weights {
     Volume { volume: String },
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Run {
     pub(crate) id: String,
     pub(crate) user_id: String,

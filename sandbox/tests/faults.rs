@@ -216,3 +216,50 @@ async fn cut_body_sends_half_and_closes() {
         .unwrap();
     assert!(r.json::<Value>().await.is_err());
 }
+
+#[tokio::test]
+async fn stall_body_holds_half_the_body_then_sends_the_rest() {
+    let sb = manual().await;
+    let c = Client::new(&sb, 0);
+    let id = c.create(run_body("stall", 5)).await;
+    advance(&sb, 20);
+    let (_, list) = c.get(&format!("/api/v1/traces?run_id={id}&limit=1")).await;
+    let tid = list["items"][0]["trace_id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/traces/{tid}");
+    let whole = c
+        .http
+        .get(format!("{}{path}?raw=true", c.base))
+        .bearer_auth(&c.key)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    sb.add_fault(FaultRule {
+        times: Some(1),
+        delay_ms: Some(2_000),
+        ..FaultRule::new(path.clone(), FaultEffect::StallBody)
+    });
+    let mut resp = c
+        .http
+        .get(format!("{}{path}?raw=true", c.base))
+        .bearer_auth(&c.key)
+        .send()
+        .await
+        .expect("headers arrive");
+    assert_eq!(resp.content_length(), Some(whole.len() as u64));
+    let mut got = Vec::new();
+    while got.len() < whole.len() / 2 {
+        got.extend_from_slice(&resp.chunk().await.unwrap().expect("the first half"));
+    }
+    assert_eq!(got.len(), whole.len() / 2, "exactly half first");
+    // Held there (for 2 s; nothing more within the first 300 ms)...
+    let early = tokio::time::timeout(Duration::from_millis(300), resp.chunk()).await;
+    assert!(early.is_err(), "the rest came without the stall");
+    // ...then the rest, byte for byte.
+    while let Some(chunk) = resp.chunk().await.unwrap() {
+        got.extend_from_slice(&chunk);
+    }
+    assert_eq!(got, whole.to_vec());
+}

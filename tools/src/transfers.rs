@@ -2,9 +2,11 @@
 //! directory is opened once, without following links, and every file is moved into it relative
 //! to that handle (`factory_policies::files`); the platform client downloads into a private
 //! staging directory in the state directory first, so a symlink swapped into the workspace
-//! mid-download can redirect nothing. Uploads (`upload_to_volume`): every source file is read
-//! race-free, checked by `factory_policies::upload` (secret files, secret contents) and staged,
-//! so what is sent is exactly what was checked.
+//! mid-download can redirect nothing. A trace's data is synced before its rename, and the
+//! destination directory once per batch (`fetch_traces`), not once per file. Uploads
+//! (`upload_to_volume`): every source file is read race-free, checked by
+//! `factory_policies::upload` (secret files, secret contents) and staged, so what is sent is
+//! exactly what was checked.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -80,21 +82,46 @@ pub async fn blocking<T: Send + 'static>(
         .map_err(|e| ToolError::new(format!("the export's file work failed: {e}")))?
 }
 
-/// Downloads one raw trace into staging and moves it into `dir` as `name`.
+/// Downloads one raw trace into a private temporary file in staging, then — on the blocking
+/// pool, so the runtime keeps the other downloads flowing — syncs its data and renames it into
+/// `dir` as `name` (through the directory handle). A file thus appears under its final name
+/// only complete and with its data on disk; the renames become durable when the caller syncs
+/// `dir` once after the batch ([`DestDir::sync`]). A failed or cut download leaves nothing
+/// behind (the temporary file is removed).
 pub async fn trace(
     traces: &TracesClient<'_>,
     trace_id: &str,
     staging: &Staging,
-    dir: &DestDir,
+    dir: &Arc<DestDir>,
     name: &str,
 ) -> Result<u64, String> {
-    let staged = staging.path().join(name);
-    traces
-        .download_trace_raw(trace_id, &staged)
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".part")
+        .tempfile_in(staging.path())
+        .map_err(|e| format!("cannot create a file in the staging directory: {e}"))?;
+    // The TempPath removes the partial file on every early return.
+    let (file, staged) = tmp.into_parts();
+    let mut file = tokio::fs::File::from_std(file);
+    let n = traces
+        .download_trace_into(trace_id, &mut file, &staged)
         .await
         .map_err(|e| e.to_string())?;
-    dir.publish(&staged, OsStr::new(name))
-        .map_err(|e| e.to_string())
+    let file = file.into_std().await;
+    let dir = dir.clone();
+    let name = name.to_string();
+    tokio::task::spawn_blocking(move || {
+        file.sync_data()
+            .map_err(|e| format!("cannot sync the downloaded file: {e}"))?;
+        drop(file);
+        dir.publish(&staged, OsStr::new(&name))
+            .map_err(|e| e.to_string())?;
+        // Renamed away: nothing left to remove.
+        let _ = staged.keep();
+        Ok(n)
+    })
+    .await
+    .map_err(|e| format!("the download's file work failed: {e}"))?
 }
 
 /// Reads, checks and stages the upload source `src` (a path `resolve_existing` returned).

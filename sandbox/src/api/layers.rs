@@ -85,6 +85,10 @@ pub(super) async fn faults(
             let resp = next.run(req).await;
             cut_body(resp, kill)
         }
+        FaultEffect::StallBody => {
+            let resp = next.run(req).await;
+            stall_body(resp, delay)
+        }
         FaultEffect::ExpireCredentials => {
             let mut req = req;
             req.extensions_mut().insert(ExpireNow);
@@ -144,6 +148,58 @@ fn cut_body(resp: Response, kill: Option<ConnKill>) -> Response {
         }
     });
     Response::from_parts(parts, Body::from_stream(cut))
+}
+
+/// Sends half the body (by the declared length, else half the first chunk), waits `delay`,
+/// then sends the rest.
+fn stall_body(resp: Response, delay: Duration) -> Response {
+    use axum::body::HttpBody;
+    let (parts, body) = resp.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .or_else(|| body.size_hint().exact());
+    let state = StallState {
+        inner: body.into_data_stream().boxed(),
+        budget: declared.map(|l| l / 2),
+        pending: None,
+        stalled: false,
+        delay,
+    };
+    let held = futures::stream::unfold(state, |mut st| async move {
+        if !st.stalled && st.budget == Some(0) {
+            tokio::time::sleep(st.delay).await;
+            st.stalled = true;
+        }
+        if let Some(rest) = st.pending.take() {
+            return Some((Ok::<_, axum::Error>(rest), st));
+        }
+        match st.inner.next().await {
+            Some(Ok(chunk)) if !st.stalled => {
+                let budget = st.budget.get_or_insert((chunk.len() as u64) / 2);
+                let take = (*budget).min(chunk.len() as u64) as usize;
+                *budget -= take as u64;
+                if take < chunk.len() {
+                    st.pending = Some(chunk.slice(take..));
+                }
+                Some((Ok(chunk.slice(..take)), st))
+            }
+            Some(item) => Some((item, st)),
+            None => None,
+        }
+    });
+    Response::from_parts(parts, Body::from_stream(held))
+}
+
+struct StallState {
+    inner: futures::stream::BoxStream<'static, Result<bytes::Bytes, axum::Error>>,
+    budget: Option<u64>,
+    /// The part of a chunk after the half-way point, sent after the stall.
+    pending: Option<bytes::Bytes>,
+    stalled: bool,
+    delay: Duration,
 }
 
 struct CutState {

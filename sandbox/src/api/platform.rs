@@ -11,7 +11,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use chrono::{DateTime, Utc};
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::builder::{CapacityError, NewRun, build_run, new_volume, resolve_capacity};
@@ -19,6 +19,7 @@ use crate::clock::{iso, plus_secs};
 use crate::http::{
     Params, auth, check_team, detail, int_param, nonempty, ok, parse_json_body, validation,
 };
+use crate::logcache::BodyKey;
 use crate::outputs;
 use crate::seed::{Seed, SeedUser};
 use crate::sim::{self, phase};
@@ -869,7 +870,10 @@ pub(crate) fn full_log(
 }
 
 /// 404 "not available yet" before the run starts (the CLI waits on it), else the filtered tail.
+/// The lines (and a repeated request's answer) come from the log cache: byte for byte what
+/// generating them afresh gives.
 fn render_logs(
+    st: &AppState,
     run: &Run,
     seed: &Seed,
     now: DateTime<Utc>,
@@ -892,13 +896,41 @@ fn render_logs(
         Ok(query) => query,
         Err(r) => return r,
     };
-    let lines: Vec<String> = sim::logs(run, seed, now)
-        .into_iter()
+    let mut params: Vec<(String, String)> = q.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    params.sort();
+    let key = BodyKey {
+        params,
+        force_env,
+        now,
+    };
+    let (all, kept) = st.logs.lines(run, seed, now, &key);
+    if let Some(body) = kept {
+        return json_body(body);
+    }
+    let lines: Vec<&str> = all
+        .iter()
         .filter(|l| query.keeps(l))
-        .map(|l| l.text)
+        .map(|l| l.text.as_str())
         .collect();
     let skip = lines.len().saturating_sub(query.tail);
-    ok(json!({"logs": lines[skip..].join("\n")}))
+    let body = match serde_json::to_vec(&json!({"logs": lines[skip..].join("\n")})) {
+        Ok(b) => Bytes::from(b),
+        Err(e) => return detail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    st.logs.keep_body(run, seed, now, key, body.clone());
+    json_body(body)
+}
+
+/// A JSON answer from bytes already serialised (as `axum::Json` sends it).
+fn json_body(body: Bytes) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 async fn logs(
@@ -908,7 +940,7 @@ async fn logs(
     Query(q): Query<Params>,
 ) -> Response {
     with_run(&st, &headers, &id, |r, seed, now| {
-        render_logs(r, seed, now, &q, false)
+        render_logs(&st, r, seed, now, &q, false)
     })
 }
 
@@ -919,7 +951,7 @@ async fn env_server_logs(
     Query(q): Query<Params>,
 ) -> Response {
     with_run(&st, &headers, &id, |r, seed, now| {
-        render_logs(r, seed, now, &q, true)
+        render_logs(&st, r, seed, now, &q, true)
     })
 }
 
@@ -1207,5 +1239,168 @@ async fn transfer(
     match volume {
         Ok(v) => crate::s3::issue_route(&st, &v, &body, &st.base_url),
         Err(r) => r,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Log answers through the cache against generating them afresh (the earlier
+    //! `render_logs`, kept verbatim as `old_render_logs`): byte-identical while the clock moves,
+    //! runs are stopped and restarted, and the same request repeats.
+
+    use super::*;
+    use crate::clock::{Clock, ClockMode};
+    use crate::seed::SeedRun;
+
+    fn old_render_logs(
+        run: &Run,
+        seed: &Seed,
+        now: DateTime<Utc>,
+        q: &Params,
+        force_env: bool,
+    ) -> Response {
+        let ph = phase(run, &seed.timings, now);
+        if !ph.has_started() {
+            let what = match ph.status {
+                "QUEUED" => "queued",
+                "PENDING" => "pending",
+                _ => "not started",
+            };
+            return detail(
+                StatusCode::NOT_FOUND,
+                format!("Run is {what}; logs are not available yet"),
+            );
+        }
+        let query = match LogQuery::parse(run, now, q, force_env) {
+            Ok(query) => query,
+            Err(r) => return r,
+        };
+        let lines: Vec<String> = sim::logs(run, seed, now)
+            .into_iter()
+            .filter(|l| query.keeps(l))
+            .map(|l| l.text)
+            .collect();
+        let skip = lines.len().saturating_sub(query.tail);
+        ok(json!({"logs": lines[skip..].join("\n")}))
+    }
+
+    async fn bytes(r: Response) -> (StatusCode, String, Bytes) {
+        let ct = r
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        (
+            r.status(),
+            ct,
+            axum::body::to_bytes(r.into_body(), usize::MAX)
+                .await
+                .unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn cached_log_answers_are_those_generated_afresh() {
+        let mut seed = Seed::default();
+        let alice = seed.users[0].id.clone();
+        let config = |name: &str, steps: u32, eval: bool| {
+            let mut c = json!({"name": name, "max_steps": steps,
+                "model": {"name": "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"},
+                "orchestrator": {"batch_size": 8, "train": {"source": [
+                    {"env": {"taskset": {"id": "reverse-text"}}},
+                    {"env": {"taskset": {"id": "alphabet-sort"}}}]}},
+                "trainer": {}, "inference": {}});
+            if eval {
+                c["eval"] = json!({"interval": 3});
+            }
+            c
+        };
+        let run = |id: &str, sft: bool, steps: u32, eval: bool, age_s: f64| SeedRun {
+            id: Some(id.into()),
+            user_id: alice.clone(),
+            team_id: None,
+            name: Some(id.into()),
+            config: config(id, steps, eval),
+            sft,
+            gpu_type: None,
+            volume: None,
+            age_s,
+            trace_bytes_total: None,
+        };
+        seed.runs = vec![
+            run("clong", true, 1200, false, 100_000.0),
+            run("crl", false, 300, true, 400.0),
+            run("cyoung", false, 50, false, 3.0),
+        ];
+        let now = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let world = crate::builder::seeded_world(seed, now).unwrap();
+        let st = AppState::new(
+            world,
+            Clock::new(ClockMode::Manual, now),
+            None,
+            None,
+            "http://sandbox".into(),
+        );
+        let queries: Vec<Vec<(&str, &str)>> = vec![
+            vec![],
+            vec![("tail_lines", "5000")],
+            vec![("tail_lines", "7")],
+            vec![("tail_lines", "0")],
+            vec![("tail_lines", "x")],
+            vec![("component", "orchestrator"), ("tail_lines", "5000")],
+            vec![("component", "env-server"), ("env_name", "alphabet-sort")],
+            vec![("component", "nope")],
+            vec![("level", "warning")],
+            vec![("search", "STEP 1"), ("tail_lines", "40")],
+            vec![("search", "step=1[0-9]+ "), ("regex", "true")],
+            vec![("search", "("), ("regex", "true")],
+            vec![("since_seconds", "60")],
+            vec![("since_seconds", "86400"), ("tail_lines", "5000")],
+        ];
+        let mut seen = 0;
+        for round in 0..5 {
+            for id in ["clong", "crl", "cyoung"] {
+                for q in &queries {
+                    let q: Params = q
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect();
+                    for force_env in [false, true] {
+                        // Twice: the second answer comes from the kept body.
+                        let now = st.now();
+                        let (first, again, old) = st.with_world(|w| {
+                            let r = w.run(id).unwrap();
+                            (
+                                render_logs(&st, r, &w.seed, now, &q, force_env),
+                                render_logs(&st, r, &w.seed, now, &q, force_env),
+                                old_render_logs(r, &w.seed, now, &q, force_env),
+                            )
+                        });
+                        let old = bytes(old).await;
+                        for new in [first, again] {
+                            let new = bytes(new).await;
+                            assert_eq!(new, old, "round {round} {id} {q:?} env {force_env}");
+                        }
+                        seen += usize::from(old.0 == StatusCode::OK && old.2.len() > 1000);
+                    }
+                }
+            }
+            match round {
+                // The clock moves: active runs log more.
+                0 => st.clock.advance(std::time::Duration::from_secs(45)),
+                // A run is stopped, then restarted.
+                1 => st.mutate(|w| w.run_mut("crl").unwrap().stopped_at = Some(st.now())),
+                // A change the phase does not show (the start-up line names the GPU).
+                2 => st.mutate(|w| w.run_mut("clong").unwrap().gpu_type = Some("A100_80GB".into())),
+                _ => st.mutate(|w| {
+                    let r = w.run_mut("crl").unwrap();
+                    r.stopped_at = None;
+                    r.restarts.push(st.now());
+                }),
+            }
+        }
+        assert!(seen > 25, "{seen}");
     }
 }

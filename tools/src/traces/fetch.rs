@@ -159,6 +159,7 @@ pub(crate) async fn fetch_traces(
     let scope = run_scope(&state, &args.run_id).await?;
     // The run exists: only now is dest_dir created, held open and written relative to.
     let (dest_dir, staging) = crate::transfers::open(&state, &dest)?;
+    let dest_dir = Arc::new(dest_dir);
     let runs = trace_runs(platform, &scope, &args.run_id, kind).await?;
     let traces = platform.traces_scoped(&scope);
     let total = counts(&traces, &runs, args.step, false).await.total;
@@ -187,6 +188,18 @@ pub(crate) async fn fetch_traces(
     };
     let entries = download(&call, &traces, &staging, &dest_dir, &all, &mut out).await;
     let manifest_note = write_manifest(&state, &dest, &entries, &mut out)?;
+    // One directory sync for the batch: every file's data was synced before its rename, so
+    // this makes the files (and the manifest) durable together.
+    let synced = {
+        let dir = dest_dir.clone();
+        tokio::task::spawn_blocking(move || dir.sync()).await
+    };
+    let sync_note = match synced.map_err(std::io::Error::other).and_then(|r| r) {
+        Ok(()) => String::new(),
+        Err(e) => format!(
+            "; the directory could not be synced ({e}): the files may not survive a power loss"
+        ),
+    };
 
     let handled = (out.downloaded + out.skipped) as u64;
     if out.cancelled {
@@ -206,7 +219,8 @@ pub(crate) async fn fetch_traces(
             .encode(),
         );
     }
-    let summary = fetch_summary(&out, handled, &manifest_note, count >= cap, cap);
+    let mut summary = fetch_summary(&out, handled, &manifest_note, count >= cap, cap);
+    summary.push_str(&sync_note);
     Ok(Outcome::done(summary, out))
 }
 
@@ -242,14 +256,15 @@ async fn list_share(
 
 /// Downloads `all` into `dest_dir`, `FETCH_CONCURRENCY` at a time over the client's pooled
 /// connections, the answers taken in listing order, so progress, the manifest and the failures
-/// read as if one file followed the other. Each file still appears under its final name only
-/// once complete and synced (the platform client's temporary file, renamed). Returns the
-/// manifest entries of the files now complete; counts and failures go to `out`.
+/// read as if one file followed the other. Each file appears under its final name only once
+/// complete and its data synced (a temporary file in staging, renamed: `transfers::trace`);
+/// the caller syncs the directory once after the batch. Returns the manifest entries of the
+/// files now complete; counts and failures go to `out`.
 async fn download(
     call: &Call,
     traces: &TracesClient<'_>,
     staging: &Staging,
-    dest_dir: &DestDir,
+    dest_dir: &Arc<DestDir>,
     all: &[TraceSummary],
     out: &mut FetchTracesOut,
 ) -> Vec<ManifestEntry> {
@@ -287,8 +302,8 @@ async fn download(
             let Some(name) = safe_file_name(&t.trace_id) else {
                 return Fetched::Failed("the id is not usable as a file name".into());
             };
-            // Files appear under their final name only after a complete, fsynced download (the
-            // platform client renames a finished temporary file), so an existing file of the
+            // Files appear under their final name only after a complete download whose data
+            // is synced (a finished temporary file, renamed), so an existing file of the
             // advertised size is complete.
             match dest_dir.regular_len(name.as_ref()) {
                 Some(len) if t.size_bytes.is_none_or(|s| s == len) => Fetched::Skipped(name, len),
