@@ -147,8 +147,9 @@ fn cut(
         "summary": summary,
         "how_to_get_the_rest": rest,
     });
-    let mut result =
-        CallToolResult::error(vec![ContentBlock::text(summary_then_json(&headline, &value))]);
+    let mut result = CallToolResult::error(vec![ContentBlock::text(summary_then_json(
+        &headline, &value,
+    ))]);
     result.structured_content = Some(value);
     result
 }

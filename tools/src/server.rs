@@ -16,7 +16,7 @@ use rmcp::{
     service::RequestContext,
 };
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde::{Serialize, de::DeserializeOwned};
 use tracing::Instrument;
 
 use crate::{
