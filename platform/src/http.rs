@@ -314,36 +314,43 @@ impl Http {
             .await
     }
 
-    /// Send a call and decode the 2xx JSON object into `T`.
+    /// Send a call and decode the 2xx JSON object into `T`: straight from the body's bytes
+    /// (no intermediate `Value` tree); a body that does not decode so is read again through
+    /// [`object_of`] and [`decode`], so every failure is reported as it always was.
     pub async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T, PlatformError> {
         let endpoint = call.endpoint();
-        let map = self.json_object(call).await?;
+        let (status, bytes) = self.json_bytes(&call, &endpoint).await?;
+        if status != StatusCode::NO_CONTENT
+            && bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+            && let Ok(t) = serde_json::from_slice::<T>(&bytes)
+        {
+            return Ok(t);
+        }
+        let map = object_of(status, &bytes, &endpoint)?;
         decode(Value::Object(map), &endpoint)
     }
 
     /// Send a call and return the 2xx JSON object (204 or an empty body → `{}`).
     pub async fn json_object(&self, call: Call) -> Result<Map<String, Value>, PlatformError> {
         let endpoint = call.endpoint();
+        let (status, bytes) = self.json_bytes(&call, &endpoint).await?;
+        object_of(status, &bytes, &endpoint)
+    }
+
+    /// Send a call (retried when it allows) and read the whole 2xx body.
+    async fn json_bytes(
+        &self,
+        call: &Call,
+        endpoint: &str,
+    ) -> Result<(StatusCode, bytes::Bytes), PlatformError> {
         self.with_retry(call.retry, &call.path, || async {
-            let response = self.send_once(&call, true).await?;
+            let response = self.send_once(call, true).await?;
             let status = response.status();
             let bytes = response
                 .bytes()
                 .await
-                .map_err(|e| self.map_reqwest(e, &endpoint, call.timeout))?;
-            if status == StatusCode::NO_CONTENT || bytes.iter().all(u8::is_ascii_whitespace) {
-                return Ok(Map::new());
-            }
-            match serde_json::from_slice::<Value>(&bytes) {
-                Ok(Value::Object(map)) => Ok(map),
-                Ok(_) => Err(PlatformError::NotJsonObject {
-                    endpoint: endpoint.clone(),
-                }),
-                Err(e) => Err(PlatformError::Decode {
-                    endpoint: endpoint.clone(),
-                    message: format!("response body is not JSON ({e})"),
-                }),
-            }
+                .map_err(|e| self.map_reqwest(e, endpoint, call.timeout))?;
+            Ok((status, bytes))
         })
         .await
     }
@@ -423,6 +430,27 @@ impl Http {
                 code,
             },
         }
+    }
+}
+
+/// A 2xx body as a JSON object (204 or an empty body → `{}`).
+fn object_of(
+    status: StatusCode,
+    bytes: &[u8],
+    endpoint: &str,
+) -> Result<Map<String, Value>, PlatformError> {
+    if status == StatusCode::NO_CONTENT || bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(PlatformError::NotJsonObject {
+            endpoint: endpoint.to_owned(),
+        }),
+        Err(e) => Err(PlatformError::Decode {
+            endpoint: endpoint.to_owned(),
+            message: format!("response body is not JSON ({e})"),
+        }),
     }
 }
 

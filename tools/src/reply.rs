@@ -90,7 +90,7 @@ fn success<O: Serialize>(
     redactor.redact_value(&mut value);
     let summary = redactor.redact_str(summary);
     // Compact: the text block repeats the structured result for clients that read only text.
-    let text = format!("{summary}\n{}", compact(&value));
+    let text = summary_then_json(&summary, &value);
     if !results.admits(text.len()) {
         let rest = rest
             .or_else(|| crate::budget::how_to_get_the_rest(tool))
@@ -108,8 +108,16 @@ fn success<O: Serialize>(
     result
 }
 
-fn compact(value: &Value) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+/// `line`, a newline and the compact JSON of `value`, written into one buffer.
+fn summary_then_json(line: &str, value: &Value) -> String {
+    let mut buf = Vec::with_capacity(line.len() + 1 + 256);
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    if serde_json::to_writer(&mut buf, value).is_err() {
+        buf.truncate(line.len() + 1);
+    }
+    // A str, a newline and serde_json's output (always UTF-8).
+    String::from_utf8(buf).unwrap_or_default()
 }
 
 /// The answer that replaces one of `bytes` over the cap: its summary, its size, the cap and how
@@ -139,9 +147,8 @@ fn cut(
         "summary": summary,
         "how_to_get_the_rest": rest,
     });
-    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
-        "{headline}\n{}",
-        compact(&value)
+    let mut result = CallToolResult::error(vec![ContentBlock::text(summary_then_json(
+        &headline, &value,
     ))]);
     result.structured_content = Some(value);
     result

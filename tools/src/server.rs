@@ -72,10 +72,10 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
         let handler: Handler<S> = Arc::new(move |state: Arc<S>, args, call| {
             let f = f.clone();
             Box::pin(async move {
-                let value = serde_json::Value::Object(args.unwrap_or_default());
                 let mut call = call;
-                call.arguments = value.clone();
-                let parsed: A = match serde_json::from_value(value) {
+                call.arguments = serde_json::Value::Object(args.unwrap_or_default());
+                // Read from the arguments in place: the call keeps them for the secret guard.
+                let parsed: A = match A::deserialize(&call.arguments) {
                     Ok(a) => a,
                     Err(e) => {
                         let error = ToolError::bad_argument(format!(

@@ -193,7 +193,8 @@ pub(super) async fn get_logs(
     match state.platform()?.get_logs(&args.run_id, &query).await {
         Ok(resp) => {
             // Redacted before anything else, so the cursor's hashes never see a secret.
-            let text = state.redactor.redact(&resp.logs).into_owned();
+            // Borrowed when clean: the text is not copied.
+            let text = state.redactor.redact(&resp.logs);
             let (lines, truncated, next, possibly_missed) =
                 select_lines(&text, cursor, max_bytes, &query_parts, name);
             let following = args.cursor.is_some();
@@ -283,24 +284,21 @@ fn select_lines(
     component: &str,
 ) -> (Vec<String>, bool, LogCursor, bool) {
     let all: Vec<&str> = text.lines().collect();
-    let rendered: Vec<Entry> = all.iter().map(|l| render_line(l, component)).collect();
+    // Only the lines that can reach the answer are rendered (a 5,000-line tail answers with a
+    // few dozen): rendering parses each JSON record.
+    let render = |i: usize| render_line(all[i], component);
     match cursor {
         None => {
-            let from = fit_from_end(&rendered, max_bytes);
+            let (from, entries) = fit_from_end(all.len(), render, max_bytes);
             let mut next = LogCursor::new(query_parts);
             next.advance(&all[from..]);
-            (fold_progress(&rendered[from..]), from > 0, next, false)
+            (fold_progress(&entries), from > 0, next, false)
         }
         Some(mut c) => {
             let (from, overlapped) = c.unseen_from(&all);
-            let to = fit_forward(&rendered, from, max_bytes);
+            let (to, entries) = fit_forward(all.len(), from, render, max_bytes);
             c.advance(&all[from..to]);
-            (
-                fold_progress(&rendered[from..to]),
-                to < all.len(),
-                c,
-                !overlapped,
-            )
+            (fold_progress(&entries), to < all.len(), c, !overlapped)
         }
     }
 }
@@ -321,36 +319,55 @@ fn cost(e: &Entry, progress_seen: &mut bool) -> usize {
     e.text.len() + 1
 }
 
-/// Where the newest entries that fit in `max_bytes` begin (at least one entry when any).
-fn fit_from_end(entries: &[Entry], max_bytes: usize) -> usize {
+/// Where the newest of `count` entries that fit in `max_bytes` begin (at least one entry when
+/// any), and those entries oldest first; `entry(i)` renders entry `i`, called newest first and
+/// only until one does not fit.
+fn fit_from_end(
+    count: usize,
+    mut entry: impl FnMut(usize) -> Entry,
+    max_bytes: usize,
+) -> (usize, Vec<Entry>) {
     let mut used = 0usize;
     let mut seen = false;
-    let mut from = entries.len();
+    let mut from = count;
+    let mut kept = Vec::new();
     while from > 0 {
-        let c = cost(&entries[from - 1], &mut seen);
-        if used + c > max_bytes && from < entries.len() {
+        let e = entry(from - 1);
+        let c = cost(&e, &mut seen);
+        if used + c > max_bytes && from < count {
             break;
         }
         used += c;
         from -= 1;
+        kept.push(e);
     }
-    from
+    kept.reverse();
+    (from, kept)
 }
 
-/// Where the oldest entries from `from` that fit in `max_bytes` end (at least one when any).
-fn fit_forward(entries: &[Entry], from: usize, max_bytes: usize) -> usize {
+/// Where the oldest entries from `from` that fit in `max_bytes` end (at least one when any),
+/// and those entries; `entry(i)` renders entry `i`, called only until one does not fit.
+fn fit_forward(
+    count: usize,
+    from: usize,
+    mut entry: impl FnMut(usize) -> Entry,
+    max_bytes: usize,
+) -> (usize, Vec<Entry>) {
     let mut used = 0usize;
     let mut seen = false;
     let mut to = from;
-    while to < entries.len() {
-        let c = cost(&entries[to], &mut seen);
+    let mut kept = Vec::new();
+    while to < count {
+        let e = entry(to);
+        let c = cost(&e, &mut seen);
         if used + c > max_bytes && to > from {
             break;
         }
         used += c;
         to += 1;
+        kept.push(e);
     }
-    to
+    (to, kept)
 }
 
 /// One log line as an assistant reads it.
@@ -572,8 +589,9 @@ impl LogCursor {
 
     /// Remember `returned` (raw lines) as the newest lines seen.
     pub fn advance<S: AsRef<str>>(&mut self, returned: &[S]) {
-        self.seen
-            .extend(returned.iter().map(|l| fnv(&[l.as_ref()])));
+        // Only the last CURSOR_LINES can be remembered: the older ones are not hashed.
+        let newest = &returned[returned.len().saturating_sub(CURSOR_LINES)..];
+        self.seen.extend(newest.iter().map(|l| fnv(&[l.as_ref()])));
         let extra = self.seen.len().saturating_sub(CURSOR_LINES);
         self.seen.drain(..extra);
     }

@@ -224,8 +224,20 @@ fn fit(
     (omitted, kept)
 }
 
+/// The bytes of `v`'s compact JSON, counted without building it.
 fn json_len<T: Serialize>(v: &T) -> usize {
-    serde_json::to_string(v).map_or(0, |s| s.len())
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    serde_json::to_writer(&mut n, v).map_or(0, |()| n.0)
 }
 
 pub(super) async fn get_metrics(
