@@ -519,7 +519,7 @@ mod tests {
             let _ = d.get();
         }));
         assert!(caught.is_err());
-        let e = d.get().as_ref().err().expect("an error after the panic");
+        let e = d.get().as_ref().expect_err("an error after the panic");
         assert_eq!(e.kind, ErrorKind::Unavailable);
         assert!(e.message.contains("restart the server"), "{}", e.message);
     }
