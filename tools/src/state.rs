@@ -1,7 +1,15 @@
 //! The state every tool call shares: the platform client (or why there is none), the policy,
 //! the secret guard and redactor, the workspace, and whether the platform is the sandbox.
+//!
+//! Start-up builds only what the first answer (`initialize`, `tools/list`) needs: the policy,
+//! the secrets to refuse and redact, the workspace. The platform client (its TLS set-up and
+//! root certificates) and the state store (the SQLite open, its locks and migrations) are
+//! [`Deferred`]: built by the first call that uses them, so a start costs the same whatever
+//! the state database holds; a failure to build them is kept and answered by every call that
+//! needs them, as it was when they were built at start.
 
 use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use factory_platform::{PlatformClient, PlatformError, PlatformSettings, SettingSource};
 use std::sync::Arc;
@@ -55,10 +63,53 @@ impl Default for Limits {
     }
 }
 
+/// A value built on first use, once; the outcome (the value or why there is none) is kept.
+struct Deferred<T> {
+    cell: OnceLock<Result<T, ToolError>>,
+    build: Mutex<Option<Builder<T>>>,
+}
+
+type Builder<T> = Box<dyn FnOnce() -> Result<T, ToolError> + Send>;
+
+impl<T> Deferred<T> {
+    /// Already built (or known to be unavailable).
+    fn ready(value: Result<T, ToolError>) -> Self {
+        Deferred {
+            cell: OnceLock::from(value),
+            build: Mutex::new(None),
+        }
+    }
+
+    /// Built by `build` on the first [`Deferred::get`]; concurrent first callers wait for it.
+    fn later(build: impl FnOnce() -> Result<T, ToolError> + Send + 'static) -> Self {
+        Deferred {
+            cell: OnceLock::new(),
+            build: Mutex::new(Some(Box::new(build))),
+        }
+    }
+
+    fn get(&self) -> &Result<T, ToolError> {
+        self.cell.get_or_init(|| {
+            let build = self
+                .build
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            match build {
+                Some(build) => build(),
+                // Only after a build that did not return (it panicked): say so, never retry.
+                None => Err(ToolError::unavailable(
+                    "this part of the server failed to start; restart the server",
+                )),
+            }
+        })
+    }
+}
+
 /// Shared, read-only state of a running server.
 pub struct AppState {
-    /// The platform client, or why there is none (an `Unavailable` error).
-    platform: Result<PlatformClient, ToolError>,
+    /// The platform client, or why there is none (an `Unavailable` error); built on first use.
+    platform: Deferred<PlatformClient>,
     pub policy: Policy,
     /// Refuses secret values in arguments and configs.
     pub secret_guard: SecretGuard,
@@ -67,7 +118,8 @@ pub struct AppState {
     /// The platform is the embedded simulator: results say so.
     pub sandbox: bool,
     pub limits: Limits,
-    store: Result<Arc<dyn StateStore>, ToolError>,
+    /// The durable state store, or why there is none; opened on first use.
+    store: Deferred<Arc<dyn StateStore>>,
     /// Values of the secrets a run may receive (WANDB_API_KEY, HF_TOKEN), by name.
     forwardable: Vec<(String, SecretString)>,
     /// One pacing budget shared by every poll loop (`watch_run`).
@@ -86,14 +138,14 @@ impl AppState {
         sandbox: bool,
     ) -> Self {
         AppState {
-            platform: platform.map_err(ToolError::unavailable),
+            platform: Deferred::ready(platform.map_err(ToolError::unavailable)),
             policy,
             secret_guard,
             redactor,
             workspace: workspace.map_err(ToolError::unavailable),
             sandbox,
             limits: Limits::default(),
-            store: Err(unavailable_store("no state directory was configured")),
+            store: Deferred::ready(Err(unavailable_store("no state directory was configured"))),
             forwardable: Vec::new(),
             polls: crate::pacing::PollBudget::default(),
             page: Arc::default(),
@@ -102,21 +154,45 @@ impl AppState {
 
     /// Use this durable state store (plans, approvals, the dispatch journal, the audit log).
     pub fn with_store(mut self, store: Result<Arc<Store>, String>) -> Self {
-        self.store = store
-            .map(|s| s as Arc<dyn StateStore>)
-            .map_err(|why| unavailable_store(&why));
+        self.store = Deferred::ready(
+            store
+                .map(|s| s as Arc<dyn StateStore>)
+                .map_err(|why| unavailable_store(&why)),
+        );
         self
     }
 
     /// Use this state store backend (any [`StateStore`]).
     pub fn with_state_store(mut self, store: Arc<dyn StateStore>) -> Self {
-        self.store = Ok(store);
+        self.store = Deferred::ready(Ok(store));
         self
     }
 
-    /// The state store, or why there is none.
+    /// Open the store `open` gives on the first call that needs it (not at start).
+    pub fn with_store_on_first_use(
+        mut self,
+        open: impl FnOnce() -> Result<Arc<Store>, String> + Send + 'static,
+    ) -> Self {
+        self.store = Deferred::later(move || {
+            open()
+                .map(|s| s as Arc<dyn StateStore>)
+                .map_err(|why| unavailable_store(&why))
+        });
+        self
+    }
+
+    /// Build the platform client on the first call that needs it (not at start).
+    fn with_platform_on_first_use(
+        mut self,
+        build: impl FnOnce() -> Result<PlatformClient, String> + Send + 'static,
+    ) -> Self {
+        self.platform = Deferred::later(move || build().map_err(ToolError::unavailable));
+        self
+    }
+
+    /// The state store, or why there is none. Opens it on first use.
     pub fn store(&self) -> Result<&dyn StateStore, ToolError> {
-        self.store.as_deref().map_err(Clone::clone)
+        self.store.get().as_deref().map_err(Clone::clone)
     }
 
     /// The value of a forwardable secret the server holds.
@@ -127,9 +203,10 @@ impl AppState {
             .map(|(_, v)| v.clone())
     }
 
-    /// The platform client, or an error saying how to configure credentials.
+    /// The platform client, or an error saying how to configure credentials. Builds it on
+    /// first use.
     pub fn platform(&self) -> Result<&PlatformClient, ToolError> {
-        self.platform.as_ref().map_err(Clone::clone)
+        self.platform.get().as_ref().map_err(Clone::clone)
     }
 
     /// The workspace that file arguments must resolve inside.
@@ -171,12 +248,12 @@ impl AppState {
     ) -> Result<Built, String> {
         let (mut known, forwardable) = known_secrets(&policy, env)?;
         known.extend(&extra_known);
-        let platform = platform_settings(&policy, over).and_then(|s| {
-            if let Some(key) = &s.api_key {
-                known.add("PRIME_API_KEY", key);
-            }
-            PlatformClient::new(s).map_err(|e| format!("cannot build the platform client: {e}"))
-        });
+        // The settings (and so the key to redact) now; the client, its TLS set-up and root
+        // certificates on the first call that talks to the platform.
+        let settings = platform_settings(&policy, over);
+        if let Ok(Some(key)) = settings.as_ref().map(|s| s.api_key.as_ref()) {
+            known.add("PRIME_API_KEY", key);
+        }
         let cwd = std::env::current_dir()
             .map_err(|e| format!("cannot read the working directory: {e}"))?;
         let home = env("HOME").map(PathBuf::from);
@@ -187,21 +264,31 @@ impl AppState {
             home.as_deref(),
         )
         .map_err(|e| e.to_string());
-        let store = Store::default_dir(env)
-            .ok_or_else(|| {
-                "set XDG_STATE_HOME or HOME so the server has a state directory".to_string()
-            })
-            .and_then(|dir| Store::open(&dir).map_err(|e| e.to_string()))
-            .map(Arc::new);
+        // The directory now (it depends on the environment), the database on first use: its
+        // open takes a write lock and may replay a write-ahead log as large as the history.
+        let store_dir = Store::default_dir(env).ok_or_else(|| {
+            "set XDG_STATE_HOME or HOME so the server has a state directory".to_string()
+        });
         let mut state = AppState::new(
-            platform,
+            Err(String::new()),
             policy,
             SecretGuard::new(known.clone()),
             Redactor::new(known.clone()),
             workspace,
             over.is_some(),
         )
-        .with_store(store);
+        .with_platform_on_first_use(move || {
+            let settings = settings?;
+            PlatformClient::new(settings)
+                .map_err(|e| format!("cannot build the platform client: {e}"))
+        })
+        .with_store_on_first_use(move || {
+            let dir = store_dir?;
+            Store::open(&dir).map(Arc::new).map_err(|e| {
+                tracing::warn!(error = %e, "the state store is unavailable");
+                e.to_string()
+            })
+        });
         state.forwardable = forwardable;
         // Hidden test/demo knob: a faster watch_run poll (the sandbox's clock runs faster too).
         if let Some(ms) =
@@ -344,4 +431,96 @@ pub fn platform_error(what: &str, e: &PlatformError) -> ToolError {
             detail.trim_end_matches('.')
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "pit_lazy_start_test_key_0123456789abcdef";
+
+    fn over() -> PlatformOverride {
+        PlatformOverride {
+            base_url: "http://127.0.0.1:9".into(),
+            traces_url: "http://127.0.0.1:9".into(),
+            api_key: SecretString::from(KEY),
+            frontend_url: None,
+        }
+    }
+
+    fn build_with_state_home(state_home: &std::path::Path) -> Built {
+        let h = state_home.display().to_string();
+        let env = move |k: &str| (k == "XDG_STATE_HOME").then(|| h.clone());
+        AppState::build(Policy::default(), Some(&over()), &env, KnownSecrets::new())
+            .expect("state builds")
+    }
+
+    /// Start-up does not touch the state database (so a start costs the same whatever it
+    /// holds, and waits on no other process's lock): the first call that needs it opens it,
+    /// once.
+    #[test]
+    fn the_store_is_opened_by_its_first_use_not_at_start() {
+        let home = tempfile::tempdir().unwrap();
+        let built = build_with_state_home(home.path());
+        let dir = home.path().join("factory-mcp");
+        assert!(!dir.exists(), "the state store was opened at start");
+        let first = built.state.store().expect("the store opens on first use");
+        assert!(dir.join(factory_policies::store::DB_FILE).is_file());
+        let again = built.state.store().expect("the store stays open");
+        assert!(
+            std::ptr::addr_eq(first, again),
+            "the store was opened twice"
+        );
+    }
+
+    /// A store that cannot open fails the calls that need it, each with the same clear error.
+    #[test]
+    fn a_store_that_cannot_open_is_reported_by_every_call_that_needs_it() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("factory-mcp"), "a file, not a directory").unwrap();
+        let built = build_with_state_home(home.path());
+        let first = built.state.store().err().expect("the store cannot open");
+        assert_eq!(first.kind, ErrorKind::Unavailable);
+        assert!(
+            first.message.contains("state store is unavailable")
+                && first.message.contains("factory-mcp"),
+            "{}",
+            first.message
+        );
+        assert_eq!(built.state.store().err(), Some(first));
+    }
+
+    /// The key is known (refused and redacted) from the start; the client is built by its
+    /// first use.
+    #[test]
+    fn the_platform_client_is_built_on_first_use_and_its_key_is_redacted_from_the_start() {
+        let home = tempfile::tempdir().unwrap();
+        let built = build_with_state_home(home.path());
+        assert!(built.state.platform.cell.get().is_none(), "built at start");
+        let shown = built
+            .state
+            .redactor
+            .redact(&format!("key {KEY} here"))
+            .into_owned();
+        assert!(!shown.contains(KEY), "{shown}");
+        let client = built
+            .state
+            .platform()
+            .expect("the client builds on first use");
+        assert_eq!(client.settings().base_url, "http://127.0.0.1:9");
+        assert!(built.state.platform.cell.get().is_some());
+    }
+
+    /// A build that panicked is not retried: later calls get an error, never a second build.
+    #[test]
+    fn a_deferred_build_that_panicked_answers_an_error_after() {
+        let d: Deferred<u32> = Deferred::later(|| panic!("boom"));
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = d.get();
+        }));
+        assert!(caught.is_err());
+        let e = d.get().as_ref().expect_err("an error after the panic");
+        assert_eq!(e.kind, ErrorKind::Unavailable);
+        assert!(e.message.contains("restart the server"), "{}", e.message);
+    }
 }
