@@ -1,7 +1,7 @@
 //! The redactor's scan: every occurrence of a literal set found with SIMD, the credential
 //! shapes' ranges behind their trigger literals, and the `NAME=VALUE` assignments found from
-//! their operators. Clean text costs a few vector passes and one walk over the values of its
-//! `=`/`:` operators; nothing is allocated until something is found.
+//! the operators of the segments that hold a secret-name fragment. Clean text costs a few
+//! vector passes; nothing is allocated until something is found.
 
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -166,8 +166,8 @@ static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
 
 /// The byte ranges the redactor replaces for the credential shapes: the same ranges as the
 /// shape hits of [`super::shape_hits`] (the differential test in `redact` holds them equal),
-/// found by one vector pass over `text` for the trigger literals and one walk from the `=`/`:`
-/// of assignments. A shape's regex runs only when one of its literals occurs. Allocates
+/// found by one vector pass over `text` for the trigger literals and one for the name fragments
+/// of assignments ([`assignment_ranges`]). A shape's regex runs only when one of its literals occurs. Allocates
 /// nothing unless it finds something.
 pub(crate) fn shape_ranges(text: &str, out: &mut Vec<Range<usize>>) {
     let mut present: u32 = 0;
