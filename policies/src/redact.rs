@@ -16,10 +16,11 @@
 //! One pass over a clean text finds that it is clean, and it comes back borrowed: the known
 //! forms are found by a SIMD (Teddy) search over their first bytes, checked whole only where
 //! one starts; the shapes by a second one over their literal triggers (`hf_`, `sk-`, `ghp_`,
-//! `AKIA`, `-----BEGIN`, …; a shape's regex runs only when its literal occurs) and a `memchr`
-//! walk over the `=`/`:` of assignments that looks at a name only when the value after the
-//! operator is long enough to match (see [`crate::detect::shape_ranges`]). Nothing is
-//! allocated until something is found.
+//! `AKIA`, `-----BEGIN`, …; a shape's regex runs only when its literal occurs), and
+//! assignments by a third over the two-byte fragments every secret name holds (`ke`, `cr`,
+//! `as` in either case, or `k`/`c`/`a` before `_`/`-`): only the text between the
+//! `&,;{}[]<>()` around a fragment, which no assignment crosses, is walked from its `=`/`:`
+//! (see [`crate::detect::shape_ranges`]). Nothing is allocated until something is found.
 //!
 //! Redaction runs to a fixed point, so it is idempotent: `redact(redact(s)) == redact(s)`, and
 //! no known value survives in its output. Raw documents fetched from the platform must not be

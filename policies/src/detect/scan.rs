@@ -1,7 +1,7 @@
 //! The redactor's scan: every occurrence of a literal set found with SIMD, the credential
 //! shapes' ranges behind their trigger literals, and the `NAME=VALUE` assignments found from
-//! their operators. Clean text costs a few vector passes and one walk over the values of its
-//! `=`/`:` operators; nothing is allocated until something is found.
+//! the operators of the segments that hold a secret-name fragment. Clean text costs a few
+//! vector passes; nothing is allocated until something is found.
 
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -166,8 +166,8 @@ static TRIGGERS: LazyLock<Triggers> = LazyLock::new(|| {
 
 /// The byte ranges the redactor replaces for the credential shapes: the same ranges as the
 /// shape hits of [`super::shape_hits`] (the differential test in `redact` holds them equal),
-/// found by one vector pass over `text` for the trigger literals and one walk from the `=`/`:`
-/// of assignments. A shape's regex runs only when one of its literals occurs. Allocates
+/// found by one vector pass over `text` for the trigger literals and one for the name fragments
+/// of assignments ([`assignment_ranges`]). A shape's regex runs only when one of its literals occurs. Allocates
 /// nothing unless it finds something.
 pub(crate) fn shape_ranges(text: &str, out: &mut Vec<Range<usize>>) {
     let mut present: u32 = 0;
@@ -214,6 +214,9 @@ const SPACE: u8 = 4;
 const STOP: u8 = 8;
 /// A byte of a non-ASCII character, which is decoded.
 const HIGH: u8 = 16;
+/// `&,;{}[]<>()`: a byte no assignment match holds (not in a name, not between the name and
+/// the value, not in the value), so the matches after it are those of the text after it.
+const BARRIER: u8 = 32;
 
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -241,6 +244,12 @@ static CLASS: [u8; 256] = {
     let mut i = 0;
     while i < stops.len() {
         t[stops[i] as usize] |= STOP;
+        i += 1;
+    }
+    let barriers = b"&,;{}[]<>()";
+    let mut i = 0;
+    while i < barriers.len() {
+        t[barriers[i] as usize] |= BARRIER;
         i += 1;
     }
     t
@@ -375,14 +384,73 @@ pub(super) fn assignment_value(s: &str) -> bool {
     !is_placeholder(s) && !s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
 }
 
+/// The two-byte fragments of which every name that passes [`may_say_secret_quick`] holds one:
+/// `K`, `C` or `A` (either case) followed by the next letter of its pair (`E`, `R`, `S`, either
+/// case) or by a `_`/`-` (which that check skips). 24 literals, one Teddy gate.
+fn name_fragments() -> Vec<[u8; 2]> {
+    let mut out = Vec::new();
+    for (first, second) in [(b'k', b'e'), (b'c', b'r'), (b'a', b's')] {
+        for f in [first, first.to_ascii_uppercase()] {
+            for s in [second, second.to_ascii_uppercase(), b'_', b'-'] {
+                out.push([f, s]);
+            }
+        }
+    }
+    out
+}
+
+/// The fragment gate: `None` where Teddy is unavailable (the walk then visits every operator).
+static NAME_GATE: LazyLock<Option<packed::Searcher>> = LazyLock::new(|| {
+    packed::Config::new()
+        .match_kind(packed::MatchKind::LeftmostFirst)
+        .builder()
+        .extend(name_fragments())
+        .build()
+});
+
+/// The `SecretAssignment` shape without its regex: the same matches as that regex's
+/// `captures_iter` whose name says secret. No match holds a [`BARRIER`] byte, so the matches
+/// of the text between two barriers (a segment: a JSON field, a `k=v` pair of a query string)
+/// are that segment's own; and a hit's name passes [`may_say_secret_quick`], so its segment
+/// holds one of the [`name_fragments`]. One vector pass finds the fragments, and only their
+/// segments are walked ([`assignment_ranges_walk`]); log text whose keys are `timestamp`,
+/// `level`, `step` costs that pass alone.
+pub(crate) fn assignment_ranges(text: &str, out: &mut Vec<Range<usize>>) {
+    let Some(gate) = NAME_GATE.as_ref() else {
+        assignment_ranges_walk(text, 0, out);
+        return;
+    };
+    let bytes = text.as_bytes();
+    // Every segment before `done` has been walked or holds no fragment; `done` is 0 or just
+    // after a barrier.
+    let mut done = 0;
+    while done < bytes.len()
+        && let Some(m) = gate.find_in(bytes, aho_corasick::Span::from(done..bytes.len()))
+    {
+        let mut start = m.start();
+        while start > done && class(bytes[start - 1]) & BARRIER == 0 {
+            start -= 1;
+        }
+        let mut end = m.start();
+        while end < bytes.len() && class(bytes[end]) & BARRIER == 0 {
+            end += 1;
+        }
+        // Barriers are ASCII: both ends are character boundaries.
+        if let Some(segment) = text.get(start..end) {
+            assignment_ranges_walk(segment, start, out);
+        }
+        done = end + 1;
+    }
+}
+
 /// The `SecretAssignment` shape without its regex: the same matches as that regex's
 /// `captures_iter` (leftmost-first, non-overlapping, each consuming its value whether or not
 /// its name says secret), found from each `=`/`:` by parsing the value forwards and the name
 /// backwards. The regex has no literal to skip ahead on, and on log text (`"key": "value"` on
 /// every line) it matched on most lines; this visits each operator once, and most operators
 /// of log text (`"level":"INFO"`, `step=12`) cost a look at the few characters of their
-/// value.
-pub(crate) fn assignment_ranges(text: &str, out: &mut Vec<Range<usize>>) {
+/// value. Its ranges are pushed offset by `base` (where `text` starts in the whole text).
+fn assignment_ranges_walk(text: &str, base: usize, out: &mut Vec<Range<usize>>) {
     let bytes = text.as_bytes();
     // Where the regex would resume: the end of the last match.
     let mut resume = 0;
@@ -436,7 +504,7 @@ pub(crate) fn assignment_ranges(text: &str, out: &mut Vec<Range<usize>>) {
         }
         let value = &text[v..value_end];
         if assignment_value(value) && may_say_secret(name) && name_says_secret(name) {
-            out.push(v..value_end);
+            out.push(base + v..base + value_end);
         }
     }
 }
@@ -472,6 +540,10 @@ mod tests {
                 c.is_ascii_alphabetic() || c == '_',
                 "{b:#x}"
             );
+            assert_eq!(class(b) & BARRIER != 0, "&,;{}[]<>()".contains(c), "{b:#x}");
+            if class(b) & BARRIER != 0 {
+                assert!(class(b) & STOP != 0 && class(b) & (NAME | SPACE) == 0);
+            }
         }
     }
 
@@ -537,6 +609,90 @@ mod tests {
             .concat();
         assert_eq!(found(&set, &hay), brute(&literals, &hay));
         assert_eq!(set.len_of(74), 7);
+    }
+
+    /// The walk over the whole text, without the fragment gate.
+    fn walked(text: &str) -> Vec<Range<usize>> {
+        let mut out = Vec::new();
+        assignment_ranges_walk(text, 0, &mut out);
+        out
+    }
+
+    fn gated(text: &str) -> Vec<Range<usize>> {
+        let mut out = Vec::new();
+        assignment_ranges(text, &mut out);
+        out
+    }
+
+    #[test]
+    fn the_name_gate_runs_on_simd_here() {
+        if cfg!(target_arch = "aarch64")
+            || (cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("ssse3"))
+        {
+            assert!(NAME_GATE.is_some());
+        }
+    }
+
+    #[test]
+    fn the_name_gate_finds_what_the_walk_finds_at_the_edges() {
+        let value = "abcdefgh1234";
+        let mut cases: Vec<String> = vec![
+            format!("token={value}"),
+            format!("KEY{value}x HF_TOKEN = {value}"),
+            format!("{{\"level\":\"INFO\"}},{{\"Api_Key\" :  \"{value}\"}}"),
+            format!("T_O_K_E_N={value}"),
+            format!("P-A-S-S-W-O-R-D:\t{value}"),
+            format!("x;sEcReT\n=\n'{value}';y"),
+            format!("url=https://x/?token={value}&password={value}"),
+            format!("(accessKey : {value}),[c_r_e_d_e_n_t_i_a_l={value}]"),
+            format!("secretAccessKey\u{a0}=\u{2003}{value}"),
+            format!("a_key={value}"),
+        ];
+        // Names straddling the gate's 16- and 32-byte blocks, after clean fields.
+        for pad in 0..40 {
+            let filler = "{\"ts\":\"2026-12-01T00:00:01Z\"},".repeat(3);
+            cases.push(format!(
+                "{}{}\"privateKey\":\"{value}\"",
+                &filler[..pad.min(filler.len())],
+                "x".repeat(pad % 7)
+            ));
+            cases.push(format!("{}Token={value}", ",".repeat(pad)));
+        }
+        let mut hits = 0;
+        for text in &cases {
+            for cut in 0..=text.len() {
+                let Some(t) = text.get(..cut) else { continue };
+                assert_eq!(gated(t), walked(t), "{t:?}");
+                let Some(t) = text.get(cut..) else { continue };
+                assert_eq!(gated(t), walked(t), "{t:?}");
+            }
+            hits += gated(text).len();
+        }
+        assert!(hits >= cases.len(), "the cases hold hits ({hits})");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        #[test]
+        fn the_name_gate_agrees_with_the_walk(
+            text in "([A-Za-z_.-]{0,6}(KEY|kEy|Token|secret|pass|_key|Key|c-R|x)?[ \"\\\\]{0,2}[=:][ \"'\\\\\u{a0}]{0,2}[ -~é]{0,14}[,;{}()&<>\\[\\]]?){0,8}"
+        ) {
+            prop_assert_eq!(gated(&text), walked(&text));
+        }
+
+        #[test]
+        fn every_name_that_may_say_secret_holds_a_fragment(
+            name in "[A-Za-z0-9_.-]{0,24}|[A-Za-z_.-]{0,4}(t_?o-?k_?e_?n|S_E-C_R_E_T|pa_s_s|KE_Y|c_r_e_d|y)[A-Za-z_.-]{0,4}",
+        ) {
+            if may_say_secret_quick(&name) {
+                let fragments = name_fragments();
+                prop_assert!(
+                    name.as_bytes().windows(2).any(|w| fragments.iter().any(|f| f == w)),
+                    "{:?}", name
+                );
+            }
+        }
     }
 
     proptest! {
