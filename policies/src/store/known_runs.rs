@@ -184,12 +184,15 @@ impl Store {
 
     /// `write`, with `synchronous = NORMAL` for this transaction only (under the same lock,
     /// so no other write of this process runs relaxed): for the cache, whose writes need no
-    /// flush of their own.
+    /// flush of their own. The store notes the connection as relaxed first, so if `f` panics
+    /// or FULL cannot be restored here, the next FULL write restores it (or is refused).
     fn write_relaxed<T>(
         &self,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        use std::sync::atomic::Ordering;
         let mut conn = self.conn();
+        self.relaxed.store(true, Ordering::SeqCst);
         conn.execute_batch("PRAGMA synchronous = NORMAL")
             .map_err(|e| self.err(e))?;
         let out = (|| {
@@ -201,8 +204,7 @@ impl Store {
             Ok(out)
         })();
         // FULL again whatever happened: dispatch relies on it.
-        conn.execute_batch("PRAGMA synchronous = FULL")
-            .map_err(|e| self.err(e))?;
+        self.ensure_full(&conn)?;
         out
     }
 }
@@ -320,5 +322,78 @@ mod tests {
             .query_row("PRAGMA synchronous", [], |r| r.get(0))
             .unwrap();
         assert_eq!(sync, 2, "FULL after a cache write");
+    }
+
+    /// Review L1/L2: a cache write whose closure fails, or panics, leaves the connection at
+    /// FULL for the next write.
+    #[test]
+    fn full_is_restored_after_a_failed_or_panicking_cache_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let sync = |s: &Store| -> i64 {
+            s.conn()
+                .query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .unwrap()
+        };
+        let failed: Result<(), StoreError> =
+            store.write_relaxed(|tx| Ok(tx.execute_batch("SELECT * FROM no_such_table")?));
+        assert!(failed.is_err());
+        assert_eq!(sync(&store), 2, "FULL after a failed cache write");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = store.write_relaxed(|_| -> Result<(), StoreError> { panic!("boom") });
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(sync(&store), 1, "left NORMAL by the panic");
+        store
+            .write(|tx| Ok(tx.execute_batch("SELECT 1")?))
+            .unwrap();
+        assert_eq!(sync(&store), 2, "the next FULL write restored FULL");
+    }
+
+    /// Review L2: a populated store written by schema 2 (before the cache) opens, migrates
+    /// to 3 and keeps its rows; the cache works in it.
+    #[test]
+    fn a_populated_schema_2_store_migrates() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store
+                .conn()
+                .execute_batch(
+                    "DROP TABLE known_runs; DROP TABLE known_run_scopes;
+                     INSERT INTO plans (id, created_at, expires_at, request_digest,
+                                        content_digest, owner, summary_text, body)
+                     VALUES ('p1', 1, 2, 'rd', 'cd', NULL, 'summary', '{}');
+                     PRAGMA user_version = 2;",
+                )
+                .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let version: i64 = store
+            .conn()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 3);
+        let plans: i64 = store
+            .conn()
+            .query_row("SELECT count(*) FROM plans WHERE id = 'p1'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(plans, 1, "the schema-2 rows are kept");
+        store
+            .put_known_runs("s", &[run("a", 1, "RUNNING", true)], &[], None)
+            .unwrap();
+        assert_eq!(
+            store
+                .known_runs(
+                    "s",
+                    &KnownRunsQuery {
+                        watched: true,
+                        ..Default::default()
+                    }
+                )
+                .unwrap()
+                .len(),
+            1
+        );
     }
 }

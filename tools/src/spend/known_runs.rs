@@ -336,3 +336,62 @@ pub(crate) async fn owner_runs<'a>(
         unfinished,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use factory_policies::store::Store;
+
+    use super::*;
+
+    fn run(id: &str, name: &str, status: &str) -> RlRun {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "userId": "u", "status": status, "name": name, "teamId": "t1",
+            "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
+        }))
+        .unwrap()
+    }
+
+    /// Review M3: a run this call read is found by a lookup even when the cache never got it
+    /// (its write failed): reconciliation must see a just-created run that already failed.
+    #[tokio::test]
+    async fn lookups_see_this_calls_reads_without_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let runs = OwnerRuns {
+            cache: Some((&store, "scope".into())),
+            team: Some("t1".into()),
+            fresh: vec![run("r1", "mine", "FAILED"), run("r2", "other", "FAILED")],
+            unfinished: Vec::new(),
+        };
+        let found = runs.with(&["mine".into()], &[], &[]).await.unwrap();
+        assert_eq!(
+            found.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["r1"]
+        );
+        let by_id = runs.with(&[], &[], &["r2".into()]).await.unwrap();
+        assert_eq!(by_id.len(), 1);
+    }
+
+    /// Review M4: a cached row whose object no longer parses is still a run (id, status,
+    /// name, owner), so it is counted and matched by name.
+    #[test]
+    fn a_row_that_no_longer_parses_is_still_a_run() {
+        let row = KnownRun {
+            run_id: "r9".into(),
+            created_ms: 1_700_000_000_000,
+            status: "RUNNING".into(),
+            watch: true,
+            name: Some("long".into()),
+            config_digest: None,
+            body: "{not json".into(),
+            checked_ms: 0,
+        };
+        let r = parse(&row, &Some("t1".into())).expect("a run from the columns");
+        assert_eq!(
+            (r.id.as_str(), r.status.as_str(), r.name.as_deref(), r.team_id.as_deref()),
+            ("r9", "RUNNING", Some("long"), Some("t1"))
+        );
+        assert!(!r.is_terminal());
+        assert!(r.created_at_utc().is_some());
+    }
+}
