@@ -278,7 +278,10 @@ async fn a_wrong_404_on_a_re_read_costs_a_full_read_not_the_run() {
     w.sandbox.add_fault(rule);
     let m = mark(&w);
     let msg = err(&call(&c, "plan_run", plan_args.clone()).await);
-    assert!(refused(&msg), "the call that saw the 404 counts the run still: {msg}");
+    assert!(
+        refused(&msg),
+        "the call that saw the 404 counts the run still: {msg}"
+    );
     assert_eq!(requests_since(&w, m).2, 1, "the run was re-read by id");
     // The run is still there: the next call reads the whole list (4 pages) and finds it.
     let m = mark(&w);

@@ -141,7 +141,10 @@ pub struct PageFacts<'a> {
 /// The next request of a read, or its end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
-    Read { page: u32, limit: u32 },
+    Read {
+        page: u32,
+        limit: u32,
+    },
     /// The read is over; [`ListRead::end`] says what it covered.
     Stop,
     /// The list kept changing under the read ([`MAX_REPAIRS`] step-backs spent): what was read
@@ -562,8 +565,10 @@ mod tests {
         let before = ids(&list);
         let o = drive(&mut list, None, &HashSet::new(), |request, l| {
             for k in 0..request {
-                l.runs
-                    .insert(0, (format!("new-{request}-{k}"), 600_000 + i64::from(request)));
+                l.runs.insert(
+                    0,
+                    (format!("new-{request}-{k}"), 600_000 + i64::from(request)),
+                );
             }
         });
         assert!(before.is_subset(&o.read));
@@ -664,7 +669,11 @@ mod tests {
         );
         // Joining a complete cache moves the watermark up, never down.
         assert_eq!(
-            next_mark(Some(COMPLETE), end(false, true, Some(2_000_000), Some(NOW)), false),
+            next_mark(
+                Some(COMPLETE),
+                end(false, true, Some(2_000_000), Some(NOW)),
+                false
+            ),
             Some(Mark {
                 complete: true,
                 watermark_ms: 2_000_000
@@ -720,9 +729,16 @@ mod tests {
 
     #[test]
     fn an_unsettled_short_or_capped_read_teaches_nothing_about_completeness() {
-        assert_eq!(next_mark(None, end(false, false, Some(50), Some(NOW)), false), None);
         assert_eq!(
-            next_mark(Some(COMPLETE), end(false, false, Some(5_000), Some(NOW)), false),
+            next_mark(None, end(false, false, Some(50), Some(NOW)), false),
+            None
+        );
+        assert_eq!(
+            next_mark(
+                Some(COMPLETE),
+                end(false, false, Some(5_000), Some(NOW)),
+                false
+            ),
             Some(COMPLETE)
         );
         let partial = Mark {

@@ -41,6 +41,9 @@ pub struct KnownRunsQuery {
     pub config_digests: Vec<String>,
     /// Runs with one of these ids.
     pub ids: Vec<String>,
+    /// Runs this server dispatched (the dispatch journal's `dispatched` entries), joined in
+    /// the store however many there are (a backend matches them without a parameter a run).
+    pub dispatched: bool,
 }
 
 const COLUMNS: &str = "run_id, created_ms, status, watch, name, config_digest, body, checked_ms";
@@ -144,6 +147,13 @@ impl Store {
         if q.watched {
             selects.push(format!(
                 "SELECT {COLUMNS} FROM known_runs WHERE scope = ?1 AND watch = 1"
+            ));
+        }
+        if q.dispatched {
+            selects.push(format!(
+                "SELECT {COLUMNS} FROM known_runs WHERE scope = ?1 AND run_id IN
+                     (SELECT run_id FROM journal
+                      WHERE kind = 'dispatch' AND state = 'dispatched' AND run_id IS NOT NULL)"
             ));
         }
         for (column, values) in [
@@ -344,9 +354,7 @@ mod tests {
         }));
         assert!(panicked.is_err());
         assert_eq!(sync(&store), 1, "left NORMAL by the panic");
-        store
-            .write(|tx| Ok(tx.execute_batch("SELECT 1")?))
-            .unwrap();
+        store.write(|tx| Ok(tx.execute_batch("SELECT 1")?)).unwrap();
         assert_eq!(sync(&store), 2, "the next FULL write restored FULL");
     }
 
@@ -376,7 +384,9 @@ mod tests {
         assert_eq!(version, 3);
         let plans: i64 = store
             .conn()
-            .query_row("SELECT count(*) FROM plans WHERE id = 'p1'", [], |r| r.get(0))
+            .query_row("SELECT count(*) FROM plans WHERE id = 'p1'", [], |r| {
+                r.get(0)
+            })
             .unwrap();
         assert_eq!(plans, 1, "the schema-2 rows are kept");
         store
@@ -394,6 +404,55 @@ mod tests {
                 .unwrap()
                 .len(),
             1
+        );
+    }
+
+    /// Review L3: the runs this server dispatched are matched against the journal in the
+    /// store, not through one parameter a run.
+    #[test]
+    fn dispatched_runs_are_joined_against_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .conn()
+            .execute_batch(
+                "INSERT INTO plans (id, created_at, expires_at, request_digest, content_digest,
+                                    owner, summary_text, body)
+                 VALUES ('p1', 1, 2, 'rd', 'cd', NULL, 's', '{}')",
+            )
+            .unwrap();
+        assert!(
+            store
+                .claim_dispatch("p1", std::time::Duration::from_secs(60))
+                .unwrap()
+                .is_claimed()
+        );
+        store
+            .mark_dispatched("p1", "b", &serde_json::json!({}))
+            .unwrap();
+        store
+            .put_known_runs(
+                "s",
+                &[
+                    run("a", 1, "COMPLETED", false),
+                    run("b", 2, "FAILED", false),
+                ],
+                &[],
+                None,
+            )
+            .unwrap();
+        let ours = store
+            .known_runs(
+                "s",
+                &KnownRunsQuery {
+                    dispatched: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            ours.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(),
+            ["b"]
         );
     }
 }

@@ -50,14 +50,16 @@ impl OwnerRuns<'_> {
     }
 
     /// The unfinished runs, plus every run read by this call or known to the cache with one
-    /// of `names`, `config_digests` or `ids` (whatever its age), newest first, each once. A
+    /// of `names` or `config_digests`, or one of `ours` (the ids of the runs this server
+    /// dispatched, from its journal: in the cache they are matched by the store's join with
+    /// the journal, not one by one), whatever its age, newest first, each once. A
     /// cache that cannot be read fails the call: an old run left out could let a duplicate or
     /// a second dispatch through.
     pub(crate) async fn with(
         &self,
         names: &[String],
         config_digests: &[String],
-        ids: &[String],
+        ours: &[String],
     ) -> Result<Vec<RlRun>, ToolError> {
         let mut out: Vec<RlRun> = self.unfinished.clone();
         let mut extra: Vec<RlRun> = self
@@ -65,7 +67,7 @@ impl OwnerRuns<'_> {
             .iter()
             .filter(|r| {
                 r.name.as_ref().is_some_and(|n| names.contains(n))
-                    || ids.contains(&r.id)
+                    || ours.contains(&r.id)
                     || run_config_digest(r).is_some_and(|d| config_digests.contains(&d))
             })
             .cloned()
@@ -75,7 +77,8 @@ impl OwnerRuns<'_> {
                 watched: false,
                 names: names.to_vec(),
                 config_digests: config_digests.to_vec(),
-                ids: ids.to_vec(),
+                ids: Vec::new(),
+                dispatched: !ours.is_empty(),
             };
             let rows = store.known_runs(scope, &q).await.map_err(|e| {
                 ToolError::unavailable(format!(
@@ -239,10 +242,7 @@ pub(crate) async fn owner_runs<'a>(
         });
     };
     let settings = platform.settings();
-    let key = settings
-        .api_key
-        .as_ref()
-        .map_or("", |k| k.expose_secret());
+    let key = settings.api_key.as_ref().map_or("", |k| k.expose_secret());
     let scope = runs_cache::scope_key(&settings.base_url, team.as_deref(), key);
     let mark = match store.known_runs_mark(&scope).await {
         Ok(m) => m,
@@ -280,7 +280,10 @@ pub(crate) async fn owner_runs<'a>(
         .iter()
         .map(|w| {
             let stale = serde_json::from_str::<RlRun>(&w.body).is_err();
-            (w.run_id.clone(), if stale { i64::MIN } else { w.checked_ms })
+            (
+                w.run_id.clone(),
+                if stale { i64::MIN } else { w.checked_ms },
+            )
         })
         .collect();
     let due = runs_cache::rechecks(&stamps, |id| seen.contains(id), runs_cache::MAX_RECHECKS);
@@ -388,7 +391,12 @@ mod tests {
         };
         let r = parse(&row, &Some("t1".into())).expect("a run from the columns");
         assert_eq!(
-            (r.id.as_str(), r.status.as_str(), r.name.as_deref(), r.team_id.as_deref()),
+            (
+                r.id.as_str(),
+                r.status.as_str(),
+                r.name.as_deref(),
+                r.team_id.as_deref()
+            ),
             ("r9", "RUNNING", Some("long"), Some("t1"))
         );
         assert!(!r.is_terminal());
