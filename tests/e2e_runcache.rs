@@ -239,3 +239,59 @@ async fn an_active_run_older_than_3000_finished_runs_is_found_and_counted() {
     assert_eq!(requests_since(&w, m).2, 0, "a finished run is not re-read");
     c.cancel().await.unwrap();
 }
+
+/// Review M2: one 404 from the re-read of an old active run (a platform hiccup) must not make
+/// the cache forget it for good: the cache is no longer complete, so the next call reads the
+/// whole list and finds the run again — the duplicate guard still refuses.
+#[tokio::test]
+async fn a_wrong_404_on_a_re_read_costs_a_full_read_not_the_run() {
+    let toml = rl_config("long-run", LONG_STEPS);
+    let config = planned_config(&toml).await;
+    let mut runs = finished_runs(300);
+    runs.push(SeedRun {
+        id: Some("cruncacheoldactive0000002".into()),
+        user_id: ALICE_USER_ID.into(),
+        team_id: Some(TEAM.into()),
+        name: Some("long-run".into()),
+        config,
+        sft: false,
+        gpu_type: None,
+        volume: None,
+        age_s: 3.0 * 86_400.0,
+        trace_bytes_total: None,
+    });
+    let w = world(runs).await;
+    let plan_args = json!({"config_toml": toml, "team_id": TEAM});
+    let c = w.client(0, &plan_mode_args(), Era::Modern).await;
+    let refused = |msg: &str| msg.contains("already active") && msg.contains("0000002");
+    // Cold: the whole list is read; the run is found.
+    let msg = err(&call(&c, "plan_run", plan_args.clone()).await);
+    assert!(refused(&msg), "cold: {msg}");
+    // The next re-read of the run answers 404 once.
+    let mut rule = factory_sandbox::FaultRule::new(
+        "/api/v1/rft/runs/cruncacheoldactive0000002",
+        factory_sandbox::FaultEffect::Status,
+    );
+    rule.method = Some("GET".into());
+    rule.status = Some(404);
+    rule.times = Some(1);
+    w.sandbox.add_fault(rule);
+    let m = mark(&w);
+    let msg = err(&call(&c, "plan_run", plan_args.clone()).await);
+    assert!(
+        refused(&msg),
+        "the call that saw the 404 counts the run still: {msg}"
+    );
+    assert_eq!(requests_since(&w, m).2, 1, "the run was re-read by id");
+    // The run is still there: the next call reads the whole list (4 pages) and finds it.
+    let m = mark(&w);
+    let msg = err(&call(&c, "plan_run", plan_args.clone()).await);
+    assert!(refused(&msg), "after the 404: {msg}");
+    assert_eq!(requests_since(&w, m).1, 4, "a whole read after the 404");
+    // And the cache is complete again: one short page.
+    let m = mark(&w);
+    let msg = err(&call(&c, "plan_run", plan_args).await);
+    assert!(refused(&msg), "warm again: {msg}");
+    assert_eq!(requests_since(&w, m).1, 1);
+    c.cancel().await.unwrap();
+}

@@ -41,6 +41,9 @@ pub struct KnownRunsQuery {
     pub config_digests: Vec<String>,
     /// Runs with one of these ids.
     pub ids: Vec<String>,
+    /// Runs this server dispatched (the dispatch journal's `dispatched` entries), joined in
+    /// the store however many there are (a backend matches them without a parameter a run).
+    pub dispatched: bool,
 }
 
 const COLUMNS: &str = "run_id, created_ms, status, watch, name, config_digest, body, checked_ms";
@@ -146,6 +149,13 @@ impl Store {
                 "SELECT {COLUMNS} FROM known_runs WHERE scope = ?1 AND watch = 1"
             ));
         }
+        if q.dispatched {
+            selects.push(format!(
+                "SELECT {COLUMNS} FROM known_runs WHERE scope = ?1 AND run_id IN
+                     (SELECT run_id FROM journal
+                      WHERE kind = 'dispatch' AND state = 'dispatched' AND run_id IS NOT NULL)"
+            ));
+        }
         for (column, values) in [
             ("name", &q.names),
             ("config_digest", &q.config_digests),
@@ -184,12 +194,15 @@ impl Store {
 
     /// `write`, with `synchronous = NORMAL` for this transaction only (under the same lock,
     /// so no other write of this process runs relaxed): for the cache, whose writes need no
-    /// flush of their own.
+    /// flush of their own. The store notes the connection as relaxed first, so if `f` panics
+    /// or FULL cannot be restored here, the next FULL write restores it (or is refused).
     fn write_relaxed<T>(
         &self,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        use std::sync::atomic::Ordering;
         let mut conn = self.conn();
+        self.relaxed.store(true, Ordering::SeqCst);
         conn.execute_batch("PRAGMA synchronous = NORMAL")
             .map_err(|e| self.err(e))?;
         let out = (|| {
@@ -201,8 +214,7 @@ impl Store {
             Ok(out)
         })();
         // FULL again whatever happened: dispatch relies on it.
-        conn.execute_batch("PRAGMA synchronous = FULL")
-            .map_err(|e| self.err(e))?;
+        self.ensure_full(&conn)?;
         out
     }
 }
@@ -320,5 +332,127 @@ mod tests {
             .query_row("PRAGMA synchronous", [], |r| r.get(0))
             .unwrap();
         assert_eq!(sync, 2, "FULL after a cache write");
+    }
+
+    /// Review L1/L2: a cache write whose closure fails, or panics, leaves the connection at
+    /// FULL for the next write.
+    #[test]
+    fn full_is_restored_after_a_failed_or_panicking_cache_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let sync = |s: &Store| -> i64 {
+            s.conn()
+                .query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .unwrap()
+        };
+        let failed: Result<(), StoreError> =
+            store.write_relaxed(|tx| Ok(tx.execute_batch("SELECT * FROM no_such_table")?));
+        assert!(failed.is_err());
+        assert_eq!(sync(&store), 2, "FULL after a failed cache write");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = store.write_relaxed(|_| -> Result<(), StoreError> { panic!("boom") });
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(sync(&store), 1, "left NORMAL by the panic");
+        store.write(|tx| Ok(tx.execute_batch("SELECT 1")?)).unwrap();
+        assert_eq!(sync(&store), 2, "the next FULL write restored FULL");
+    }
+
+    /// Review L2: a populated store written by schema 2 (before the cache) opens, migrates
+    /// to 3 and keeps its rows; the cache works in it.
+    #[test]
+    fn a_populated_schema_2_store_migrates() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store
+                .conn()
+                .execute_batch(
+                    "DROP TABLE known_runs; DROP TABLE known_run_scopes;
+                     INSERT INTO plans (id, created_at, expires_at, request_digest,
+                                        content_digest, owner, summary_text, body)
+                     VALUES ('p1', 1, 2, 'rd', 'cd', NULL, 'summary', '{}');
+                     PRAGMA user_version = 2;",
+                )
+                .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let version: i64 = store
+            .conn()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 3);
+        let plans: i64 = store
+            .conn()
+            .query_row("SELECT count(*) FROM plans WHERE id = 'p1'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(plans, 1, "the schema-2 rows are kept");
+        store
+            .put_known_runs("s", &[run("a", 1, "RUNNING", true)], &[], None)
+            .unwrap();
+        assert_eq!(
+            store
+                .known_runs(
+                    "s",
+                    &KnownRunsQuery {
+                        watched: true,
+                        ..Default::default()
+                    }
+                )
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    /// Review L3: the runs this server dispatched are matched against the journal in the
+    /// store, not through one parameter a run.
+    #[test]
+    fn dispatched_runs_are_joined_against_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .conn()
+            .execute_batch(
+                "INSERT INTO plans (id, created_at, expires_at, request_digest, content_digest,
+                                    owner, summary_text, body)
+                 VALUES ('p1', 1, 2, 'rd', 'cd', NULL, 's', '{}')",
+            )
+            .unwrap();
+        assert!(
+            store
+                .claim_dispatch("p1", std::time::Duration::from_secs(60))
+                .unwrap()
+                .is_claimed()
+        );
+        store
+            .mark_dispatched("p1", "b", &serde_json::json!({}))
+            .unwrap();
+        store
+            .put_known_runs(
+                "s",
+                &[
+                    run("a", 1, "COMPLETED", false),
+                    run("b", 2, "FAILED", false),
+                ],
+                &[],
+                None,
+            )
+            .unwrap();
+        let ours = store
+            .known_runs(
+                "s",
+                &KnownRunsQuery {
+                    dispatched: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            ours.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(),
+            ["b"]
+        );
     }
 }

@@ -258,6 +258,9 @@ pub struct Store {
     dir: PathBuf,
     db_path: PathBuf,
     conn: Mutex<Connection>,
+    /// The connection may be left at `synchronous = NORMAL` (a cache write that panicked, or
+    /// whose restore of FULL failed): the next FULL write sets FULL first, or refuses.
+    relaxed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Store {
@@ -332,6 +335,7 @@ impl Store {
             dir: dir.to_path_buf(),
             db_path,
             conn: Mutex::new(conn),
+            relaxed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -384,12 +388,25 @@ impl Store {
         }
     }
 
+    /// `synchronous = FULL` again if a relaxed write may have left the connection without it;
+    /// a write that cannot have FULL is refused.
+    pub(crate) fn ensure_full(&self, conn: &Connection) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        if self.relaxed.load(Ordering::SeqCst) {
+            conn.execute_batch("PRAGMA synchronous = FULL")
+                .map_err(|e| self.err(e))?;
+            self.relaxed.store(false, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
     /// Run `f` inside one `BEGIN IMMEDIATE` transaction; commit on `Ok`, roll back on `Err`.
     pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.conn();
+        self.ensure_full(&conn)?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.err(e))?;

@@ -203,7 +203,7 @@ pub(super) async fn plan_run(
             std::slice::from_ref(&resolved.config_digest),
             &identity::dispatched_ids(&state).await,
         )
-        .await;
+        .await?;
     let journal = identity::journalled(&state, &runs).await;
     let verdict = duplicates::judge(
         &runs,

@@ -71,7 +71,7 @@ pub(super) async fn reconcile(
     let runs = owner_runs(state, platform, &body.team_id)
         .await?
         .with(std::slice::from_ref(&body.run_name), &[], &[])
-        .await;
+        .await?;
     Ok(runs.into_iter().find(|r| {
         r.name.as_deref() == Some(body.run_name.as_str())
             && r.team_id == body.team_id

@@ -74,7 +74,9 @@ pub(super) async fn plan_resume(
         "",
     )?;
     let run_name = prev.name.clone().unwrap_or_default();
-    let runs = known.with(std::slice::from_ref(&run_name), &[], &[]).await;
+    let runs = known
+        .with(std::slice::from_ref(&run_name), &[], &[])
+        .await?;
     let resumed = duplicates::judge_resume(
         &runs,
         &prev.id,
