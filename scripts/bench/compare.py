@@ -163,7 +163,7 @@ def main():
             if not group.startswith("redact"):
                 continue
             g = os.path.join(crit, group)
-            for text in ("clean", "with hits"):
+            for text in ("clean", "hits", "with hits"):
                 def est2(impl):
                     # criterion keeps spaces in directory names; older versions used underscores
                     for t in (text, text.replace(" ", "_")):
