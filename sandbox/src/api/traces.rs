@@ -221,7 +221,7 @@ fn page<T: Clone + serde::Serialize>(items: Vec<T>, limit: usize, offset: usize)
 
 /// The items of a page of `limit` from `offset` in a listing of `len`, and the next cursor.
 fn page_range(len: usize, limit: usize, offset: usize) -> (std::ops::Range<usize>, Option<String>) {
-    let end = (offset + limit).min(len);
+    let end = offset.saturating_add(limit).min(len);
     let next = (end < len).then(|| format!("o{end}"));
     (offset.min(len)..end, next)
 }
@@ -802,6 +802,14 @@ mod tests {
     use crate::clock::{Clock, ClockMode};
     use crate::seed::{SeedRun, SeedUser};
     use serde_json::json;
+
+    #[test]
+    fn a_cursor_past_the_end_pages_nothing_and_never_overflows() {
+        assert_eq!(page_range(10, 4, 8), (8..10, None));
+        assert_eq!(page_range(10, 4, 2), (2..6, Some("o6".into())));
+        assert_eq!(page_range(10, 4, 50), (10..10, None));
+        assert_eq!(page_range(10, 4, usize::MAX), (10..10, None));
+    }
 
     fn old_visible(
         st: &AppState,
