@@ -111,6 +111,24 @@ async fn a_server_killed_mid_dispatch_reconciles_after_restart_and_never_creates
 }
 
 const WAL_HEADER: u64 = 32;
+
+/// A copy of the state directory in `to` as a crash would leave it: the files as they are
+/// (the shared-memory index left out: SQLite rebuilds it from the WAL on open) with `wal` as
+/// the write-ahead log.
+fn copy_state(state: &Path, to: &Path, wal: &[u8]) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(state).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with("-shm") || name.ends_with("-wal") {
+            continue;
+        }
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+    std::fs::write(to.join("state.sqlite3-wal"), wal).unwrap();
+}
 const FRAME_HEADER: u64 = 24;
 
 /// The journal is SQLite in WAL mode (`synchronous=FULL`): the dispatch claim is on disk before
@@ -133,6 +151,10 @@ async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
     .await);
     let plan_id = p["plan_id"].as_str().unwrap().to_string();
     let state = w.state_dir();
+    // Time passes between plan and launch, so the run-list cache's watermark moves and
+    // launch_run writes the cache before it claims (as on a slow machine): the claim must be
+    // found by its content, not by its place.
+    w.advance(5);
     let wal_path = state.join("state.sqlite3-wal");
     let before_launch = std::fs::metadata(&wal_path)
         .expect("WAL while the server runs")
@@ -149,15 +171,23 @@ async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
     let frames = (wal.len() as u64 - WAL_HEADER) / frame;
     let first_new = (before_launch.saturating_sub(WAL_HEADER)) / frame;
     assert!(first_new < frames, "launch_run wrote nothing to the WAL");
-    // The claim is launch_run's first transaction (plan mode: no approval is written): its
-    // commit frame is the first frame after `before_launch` whose header has a commit size.
+    // The claim is the first transaction after the plan whose commit puts the plan's dispatch
+    // record in the journal. It need not be launch_run's first one: the run-list cache may be
+    // brought up to date before it (its watermark follows the platform's clock). Found by
+    // opening copies of the state cut after each commit frame and reading the journal.
     let is_commit = |k: u64| {
         let at = (WAL_HEADER + k * frame) as usize;
         u32::from_be_bytes(wal[at + 4..at + 8].try_into().unwrap()) != 0
     };
     let claim = (first_new..frames)
-        .find(|&k| is_commit(k))
-        .expect("a commit after the plan");
+        .filter(|&k| is_commit(k))
+        .find(|&k| {
+            let dir = tempfile::tempdir().unwrap();
+            copy_state(&state, dir.path(), &wal[..(WAL_HEADER + (k + 1) * frame) as usize]);
+            let store = factory_policies::store::Store::open(dir.path()).expect("open a copy");
+            store.dispatch(&plan_id).expect("read the journal").is_some()
+        })
+        .expect("a commit that claims the dispatch");
     let after: Vec<u64> = (claim + 1..frames).collect();
     assert!(!after.is_empty(), "nothing was written after the claim");
     // Cut points: mid-frame in frames spread over what followed the claim, always including
@@ -173,17 +203,7 @@ async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
     let mut problems = Vec::new();
     for cut in &cuts {
         let home = tempfile::tempdir().unwrap();
-        let copy = home.path().join("factory-mcp");
-        std::fs::create_dir_all(&copy).unwrap();
-        for entry in std::fs::read_dir(&state).unwrap() {
-            let entry = entry.unwrap();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with("-shm") {
-                continue; // rebuilt from the WAL on open, as after a crash
-            }
-            std::fs::copy(entry.path(), copy.join(&name)).unwrap();
-        }
-        std::fs::write(copy.join("state.sqlite3-wal"), &wal[..*cut as usize]).unwrap();
+        copy_state(&state, &home.path().join("factory-mcp"), &wal[..*cut as usize]);
         let c = connect(
             PlainClient,
             w.transport(env_with_state(&w, home.path()), &plan_mode_args()),
