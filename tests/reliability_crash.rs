@@ -183,9 +183,16 @@ async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
         .filter(|&k| is_commit(k))
         .find(|&k| {
             let dir = tempfile::tempdir().unwrap();
-            copy_state(&state, dir.path(), &wal[..(WAL_HEADER + (k + 1) * frame) as usize]);
+            copy_state(
+                &state,
+                dir.path(),
+                &wal[..(WAL_HEADER + (k + 1) * frame) as usize],
+            );
             let store = factory_policies::store::Store::open(dir.path()).expect("open a copy");
-            store.dispatch(&plan_id).expect("read the journal").is_some()
+            store
+                .dispatch(&plan_id)
+                .expect("read the journal")
+                .is_some()
         })
         .expect("a commit that claims the dispatch");
     let after: Vec<u64> = (claim + 1..frames).collect();
@@ -203,7 +210,11 @@ async fn a_journal_torn_after_the_claim_never_causes_a_second_run() {
     let mut problems = Vec::new();
     for cut in &cuts {
         let home = tempfile::tempdir().unwrap();
-        copy_state(&state, &home.path().join("factory-mcp"), &wal[..*cut as usize]);
+        copy_state(
+            &state,
+            &home.path().join("factory-mcp"),
+            &wal[..*cut as usize],
+        );
         let c = connect(
             PlainClient,
             w.transport(env_with_state(&w, home.path()), &plan_mode_args()),
