@@ -79,6 +79,19 @@ pub struct SettingsArgs {
     /// For `--http`: most live sessions of the 2025-11-25 era (http.max_sessions; default 128).
     #[arg(long, value_name = "N")]
     pub max_sessions: Option<u32>,
+    // ---- operators (issue 21 §3) ----
+    /// For `--http`: serve Prometheus metrics at /metrics on this separate address, e.g.
+    /// 127.0.0.1:9464 (policy key http.metrics_listen; off by default). Off loopback it needs
+    /// --metrics-token-file.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// For `--metrics-listen`: file holding the bearer token scrapers must send
+    /// (http.metrics_token_file); it must differ from the MCP clients' token.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_token_file: Option<PathBuf>,
+    /// For `--http`: milliseconds /readyz keeps its answer (http.ready_cache_ms; default 2000).
+    #[arg(long, value_name = "MS")]
+    pub ready_cache_ms: Option<u64>,
     #[arg(long, value_name = "SECONDS")]
     pub request_timeout_s: Option<u64>,
     #[arg(long, value_name = "SECONDS")]
@@ -179,6 +192,7 @@ fn resolve_file_paths(policy: &mut Policy, file: &Path, env: &dyn Fn(&str) -> Op
         .chain(policy.allow_dirs.iter_mut())
         .chain(policy.secrets.env_file.iter_mut())
         .chain(policy.http.auth_token_file.iter_mut())
+        .chain(policy.http.metrics_token_file.iter_mut())
         .chain(policy.validate.prime_rl_checkout.iter_mut())
         .for_each(fix);
 }
@@ -278,6 +292,13 @@ impl SettingsArgs {
         );
         set(&mut policy.http.max_connections, &self.max_connections);
         set(&mut policy.http.max_sessions, &self.max_sessions);
+        // operators (issue 21 §3)
+        set_opt(&mut policy.http.metrics_listen, &self.metrics_listen);
+        set_opt(
+            &mut policy.http.metrics_token_file,
+            &self.metrics_token_file,
+        );
+        set(&mut policy.http.ready_cache_ms, &self.ready_cache_ms);
         set(
             &mut policy.platform.request_timeout_s,
             &self.request_timeout_s,
