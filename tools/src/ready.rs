@@ -28,12 +28,13 @@ async fn probe_store(state: &AppState) -> &'static str {
     }
 }
 
-/// One cheap platform request: who the key belongs to.
+/// One cheap platform request, not retried: who the key belongs to.
 async fn probe_platform(state: &AppState) -> &'static str {
     let Ok(platform) = state.platform() else {
         return "unconfigured";
     };
-    match tokio::time::timeout(PROBE_TIMEOUT, platform.whoami()).await {
+    // The client's own timeout, and ours around it (connection set-up included).
+    match tokio::time::timeout(PROBE_TIMEOUT, platform.probe(PROBE_TIMEOUT)).await {
         Ok(Ok(_)) => "ok",
         Ok(Err(e)) => platform_word(&e),
         Err(_) => "timeout",
