@@ -349,3 +349,116 @@ async fn metrics_off_loopback_without_their_own_token_do_not_start() {
         assert!(!stderr.contains(MCP_TOKEN), "{stderr}");
     }
 }
+
+/// The exposition of `g`'s metrics listener.
+async fn scrape(g: &Gateway) -> String {
+    let (status, text) = get(g.metrics.as_deref().expect("metrics"), None).await;
+    assert_eq!(status, 200);
+    text
+}
+
+fn has_line(text: &str, line: &str) {
+    assert!(
+        text.lines().any(|l| l == line),
+        "missing `{line}` in:\n{text}"
+    );
+}
+
+async fn http_client(g: &Gateway) -> common::Client {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", g.base))
+            .auth_header(MCP_TOKEN),
+    );
+    PlainClient.serve(transport).await.expect("client connects")
+}
+
+#[tokio::test]
+async fn launches_budget_refusals_and_confirmations_are_counted() {
+    let w = World::new().await;
+    let tf = token_file(&w, "mcp-token", MCP_TOKEN);
+    let team = factory_sandbox::TEAM_ALPHA_ID;
+
+    // Plan mode (no person asked): a launch, its retry, and a plan over the step budget.
+    let mut args = vec![
+        "--auth-token-file",
+        tf.as_str(),
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--max-steps",
+        "100",
+    ];
+    args.extend(common::plan_mode_args());
+    let g = start(&w, w.env(0), &args).await;
+    let c = http_client(&g).await;
+    let plan = common::ok(
+        &common::call(
+            &c,
+            "plan_run",
+            json!({"config_toml": common::rl_config("ops-run", 5), "team_id": team}),
+        )
+        .await,
+    );
+    let launch = json!({"plan_id": plan["plan_id"]});
+    let first = common::ok(&common::call(&c, "launch_run", launch.clone()).await);
+    assert_eq!(first["deduplicated"], false);
+    let again = common::ok(&common::call(&c, "launch_run", launch).await);
+    assert_eq!(again["deduplicated"], true);
+    let over = common::call(
+        &c,
+        "plan_run",
+        json!({"config_toml": common::rl_config("ops-big", 500), "team_id": team}),
+    )
+    .await;
+    assert!(common::err(&over).contains("max_steps"), "{over:?}");
+    let twin = common::call(
+        &c,
+        "plan_run",
+        json!({"config_toml": common::rl_config("ops-run", 5), "team_id": team}),
+    )
+    .await;
+    assert!(common::err(&twin).contains("already active"), "{twin:?}");
+    c.cancel().await.unwrap();
+    let text = scrape(&g).await;
+    has_line(&text, r#"factory_launches_total{result="dispatched"} 1"#);
+    has_line(&text, r#"factory_launches_total{result="deduplicated"} 1"#);
+    has_line(&text, r#"factory_refusals_total{reason="budget"} 1"#);
+    has_line(&text, r#"factory_refusals_total{reason="duplicate"} 1"#);
+    has_line(
+        &text,
+        r#"factory_tool_calls_total{tool="launch_run",outcome="ok"} 2"#,
+    );
+    has_line(
+        &text,
+        r#"factory_tool_calls_total{tool="plan_run",outcome="refused"} 2"#,
+    );
+    assert!(!text.contains("confirmations"), "nobody was asked: {text}");
+    drop(g);
+
+    // Human confirmation, a client without dialogs: the person is waited for.
+    let g = start(
+        &w,
+        w.env(0),
+        &["--auth-token-file", &tf, "--metrics-listen", "127.0.0.1:0"],
+    )
+    .await;
+    let c = http_client(&g).await;
+    let plan = common::ok(
+        &common::call(
+            &c,
+            "plan_run",
+            json!({"config_toml": common::rl_config("ops-human", 7), "team_id": team}),
+        )
+        .await,
+    );
+    let msg =
+        common::err(&common::call(&c, "launch_run", json!({"plan_id": plan["plan_id"]})).await);
+    assert!(msg.contains("factory-mcp approve"), "{msg}");
+    c.cancel().await.unwrap();
+    let text = scrape(&g).await;
+    has_line(&text, r#"factory_confirmations_total{outcome="pending"} 1"#);
+    has_line(
+        &text,
+        r#"factory_tool_calls_total{tool="launch_run",outcome="needs_person"} 1"#,
+    );
+    assert!(!text.contains("factory_launches_total"), "{text}");
+}

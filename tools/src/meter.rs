@@ -167,6 +167,8 @@ pub enum Refusal {
     TeamNotAllowed,
     /// A budget of the policy (GPUs, $/h, steps, active runs, active $/h).
     Budget,
+    /// An identical run is active (without `allow_duplicate`).
+    Duplicate,
     /// A blocked plan: a duplicate of an active run, or a failure that would repeat.
     PlanBlocked,
     PlanExpired,
@@ -184,6 +186,7 @@ impl Refusal {
             Refusal::Override => "override",
             Refusal::TeamNotAllowed => "team_not_allowed",
             Refusal::Budget => "budget",
+            Refusal::Duplicate => "duplicate",
             Refusal::PlanBlocked => "plan_blocked",
             Refusal::PlanExpired => "plan_expired",
             Refusal::ConfigChanged => "config_changed",
@@ -400,6 +403,7 @@ mod tests {
             Refusal::Override.as_str(),
             Refusal::TeamNotAllowed.as_str(),
             Refusal::Budget.as_str(),
+            Refusal::Duplicate.as_str(),
             Refusal::PlanBlocked.as_str(),
             Refusal::PlanExpired.as_str(),
             Refusal::ConfigChanged.as_str(),

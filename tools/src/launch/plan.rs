@@ -214,7 +214,10 @@ pub(super) async fn plan_run(
         args.allow_duplicate == Some(true),
         args.relaunch_after_failure == Some(true),
     )
-    .map_err(refuse)?;
+    .map_err(|e| {
+        crate::meter::refusal(crate::meter::Refusal::Duplicate);
+        refuse(e)
+    })?;
     let mut checks = plan_checks(&verdict.checks, &report, &resolved.notes, &active);
     checks.push(prepared);
     let planned = Planned {

@@ -85,7 +85,10 @@ pub(super) async fn plan_resume(
         &run_name,
         args.allow_duplicate == Some(true),
     )
-    .map_err(refuse)?;
+    .map_err(|e| {
+        crate::meter::refusal(crate::meter::Refusal::Duplicate);
+        refuse(e)
+    })?;
     let duplicates: Vec<DuplicateItem> = resumed
         .iter()
         .map(|r| DuplicateItem {
