@@ -447,6 +447,53 @@ mod tests {
     }
 
     #[test]
+    fn metrics_and_readiness_settings_come_from_the_file_and_flags_win() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let file = write(
+            tmp.path(),
+            "[http]\nmetrics_listen = \"127.0.0.1:9464\"\nmetrics_token_file = \"metrics-token\"\nready_cache_ms = 500",
+        );
+        let file = file.to_string_lossy().into_owned();
+        let s = Settings::load(&args(&["--config", &file]), &no_env).expect("file");
+        let http = &s.policy.http;
+        assert_eq!(http.metrics_listen, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(
+            http.metrics_token_file,
+            Some(tmp.path().join("metrics-token")),
+            "relative to the file"
+        );
+        assert_eq!(http.ready_cache_ms, 500);
+        let s = Settings::load(
+            &args(&[
+                "--config",
+                &file,
+                "--metrics-listen",
+                "10.0.0.5:9100",
+                "--metrics-token-file",
+                "/etc/scrape-token",
+                "--ready-cache-ms",
+                "0",
+            ]),
+            &no_env,
+        )
+        .expect("flags");
+        let http = &s.policy.http;
+        assert_eq!(http.metrics_listen, Some("10.0.0.5:9100".parse().unwrap()));
+        assert_eq!(
+            http.metrics_token_file,
+            Some(PathBuf::from("/etc/scrape-token"))
+        );
+        assert_eq!(http.ready_cache_ms, 0);
+        // Off by default; a cache longer than a minute is refused.
+        let s = Settings::load(&args(&[]), &no_env).expect("defaults");
+        assert_eq!(s.policy.http.metrics_listen, None);
+        assert_eq!(s.policy.http.ready_cache_ms, 2_000);
+        let err =
+            Settings::load(&args(&["--ready-cache-ms", "60001"]), &no_env).expect_err("too long");
+        assert_eq!(err.key(), Some("http.ready_cache_ms"));
+    }
+
+    #[test]
     fn read_only_in_the_file_cannot_be_widened_and_the_flag_narrows() {
         let tmp = tempfile::tempdir().expect("tmp");
         let file = write(tmp.path(), "read_only = true\ndisable_destructive = true");
