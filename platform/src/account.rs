@@ -21,6 +21,20 @@ impl PlatformClient {
         Ok(answer.data)
     }
 
+    /// `GET /user/whoami` once, within `timeout`, never retried: the readiness probe of a
+    /// gateway (`/readyz`; its caller polls again, so a retry would only hide the answer).
+    pub async fn probe(&self, timeout: std::time::Duration) -> Result<(), PlatformError> {
+        let call = Call::new(
+            reqwest::Method::GET,
+            Service::Platform,
+            "/user/whoami".into(),
+            timeout,
+        )
+        .query_opt("teamId", self.active_team_id());
+        let _: WhoamiResponse = self.http.json(call).await?;
+        Ok(())
+    }
+
     /// `GET /user/teams?offset=&limit=`: one page of the user's teams (no team scoping).
     pub async fn list_teams(&self, offset: u32, limit: u32) -> Result<TeamsPage, PlatformError> {
         let call = Call::get(Service::Platform, "/user/teams".into(), self.timeout())

@@ -218,7 +218,53 @@ fn expected_hint(expected: &Option<u64>) -> String {
     }
 }
 
+/// The operators' counter of failed platform and traces requests (issue 21 §3), one per
+/// attempt (a retried GET counts each failure), labelled `service` and `status`.
+pub const ERRORS_METRIC: &str = "factory_platform_errors_total";
+
+/// The `status` label of an HTTP status: the statuses the platform documents or a proxy
+/// commonly sends, by number; any other as its class. A fixed set, so a misbehaving server
+/// cannot grow the metric's series without bound.
+pub fn status_label(status: u16) -> &'static str {
+    const NAMED: [(u16, &str); 17] = [
+        (400, "400"),
+        (401, "401"),
+        (402, "402"),
+        (403, "403"),
+        (404, "404"),
+        (405, "405"),
+        (408, "408"),
+        (409, "409"),
+        (410, "410"),
+        (413, "413"),
+        (422, "422"),
+        (429, "429"),
+        (500, "500"),
+        (501, "501"),
+        (502, "502"),
+        (503, "503"),
+        (504, "504"),
+    ];
+    match NAMED.iter().find(|(s, _)| *s == status) {
+        Some((_, label)) => label,
+        None if (400..500).contains(&status) => "4xx",
+        None if (500..600).contains(&status) => "5xx",
+        None => "other",
+    }
+}
+
 impl PlatformError {
+    /// The `status` label this error is counted under: the HTTP status ([`status_label`]),
+    /// `timeout` or `transport`; `None` for what never reached the wire (no key, a refused
+    /// argument) or was no answer of the server's (local I/O).
+    pub fn metric_label(&self) -> Option<&'static str> {
+        match self {
+            PlatformError::Timeout { .. } => Some("timeout"),
+            PlatformError::Transport { .. } => Some("transport"),
+            _ => self.status().map(status_label),
+        }
+    }
+
     /// The HTTP status, when the server answered.
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -281,6 +327,56 @@ impl PlatformError {
             | PlatformError::Conflict { code, .. }
             | PlatformError::Api { code, .. } => code.as_deref(),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_labels_are_a_fixed_set_whatever_the_server_sends() {
+        assert_eq!(PlatformError::Unauthorized.metric_label(), Some("401"));
+        let server = |status| PlatformError::Server {
+            status,
+            detail: "secret-looking detail".into(),
+            endpoint: "GET /x".into(),
+            retry_after: None,
+        };
+        assert_eq!(server(503).metric_label(), Some("503"));
+        assert_eq!(server(599).metric_label(), Some("5xx"));
+        let api = |status| PlatformError::Api {
+            status,
+            detail: String::new(),
+            code: None,
+        };
+        assert_eq!(api(418).metric_label(), Some("4xx"));
+        assert_eq!(api(302).metric_label(), Some("other"));
+        let timeout = PlatformError::Timeout {
+            endpoint: "GET /x".into(),
+            after: Duration::from_secs(1),
+        };
+        assert_eq!(timeout.metric_label(), Some("timeout"));
+        let transport = PlatformError::Transport {
+            endpoint: "GET /x".into(),
+            message: "connection refused".into(),
+            maybe_sent: false,
+        };
+        assert_eq!(transport.metric_label(), Some("transport"));
+        // Nothing sent: not a platform error.
+        assert_eq!(PlatformError::MissingApiKey.metric_label(), None);
+        assert_eq!(
+            PlatformError::InvalidArgument("x".into()).metric_label(),
+            None
+        );
+        // Every label is short and plain: digits, a class, or one of two words.
+        for s in 0..=1000u16 {
+            let l = status_label(s);
+            assert!(
+                l.chars().all(|c| c.is_ascii_alphanumeric()) && l.len() <= 5,
+                "{l}"
+            );
         }
     }
 }

@@ -235,10 +235,30 @@ impl Http {
         Ok(headers)
     }
 
-    /// Send once and return the response if it is 2xx; map anything else to an error.
+    /// Send once and return the response if it is 2xx; map anything else to an error, counted
+    /// for the operators' metrics by service and status ([`PlatformError::metric_label`]).
     /// `whole_timeout`: apply the call's timeout to the whole exchange (JSON calls) or only to
     /// the wait for headers (streamed downloads).
     async fn send_once(
+        &self,
+        call: &Call,
+        whole_timeout: bool,
+    ) -> Result<reqwest::Response, PlatformError> {
+        let sent = self.exchange(call, whole_timeout).await;
+        if let Err(status) = sent.as_ref().map_err(PlatformError::metric_label)
+            && let Some(status) = status
+        {
+            let service = match call.service {
+                Service::Platform => "platform",
+                Service::Traces => "traces",
+            };
+            metrics::counter!(crate::error::ERRORS_METRIC, "service" => service, "status" => status)
+                .increment(1);
+        }
+        sent
+    }
+
+    async fn exchange(
         &self,
         call: &Call,
         whole_timeout: bool,

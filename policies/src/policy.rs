@@ -107,12 +107,23 @@ pub struct HttpPolicy {
     /// Most MCP sessions (2025-11-25 era) alive at once; past it the session idle the longest
     /// is closed to admit a new one.
     pub max_sessions: u32,
+    // ---- operators (issue 21 §3) ----
+    /// Serve Prometheus metrics at `/metrics` on this separate address (off when absent). Off
+    /// loopback only with `metrics_token_file`.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// A file holding the bearer token `/metrics` requires (never the MCP clients' token).
+    pub metrics_token_file: Option<PathBuf>,
+    /// How long `/readyz` keeps its answer, in milliseconds (so a load balancer polling it
+    /// cannot hammer the platform); 0 probes on every request.
+    pub ready_cache_ms: u64,
 }
 
 impl HttpPolicy {
     pub const DEFAULT_HEADER_READ_TIMEOUT_S: u64 = 10;
     pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
     pub const DEFAULT_MAX_SESSIONS: u32 = 128;
+    pub const DEFAULT_READY_CACHE_MS: u64 = 2_000;
+    pub const MAX_READY_CACHE_MS: u64 = 60_000;
 }
 
 impl Default for HttpPolicy {
@@ -122,6 +133,9 @@ impl Default for HttpPolicy {
             header_read_timeout_s: HttpPolicy::DEFAULT_HEADER_READ_TIMEOUT_S,
             max_connections: HttpPolicy::DEFAULT_MAX_CONNECTIONS,
             max_sessions: HttpPolicy::DEFAULT_MAX_SESSIONS,
+            metrics_listen: None,
+            metrics_token_file: None,
+            ready_cache_ms: HttpPolicy::DEFAULT_READY_CACHE_MS,
         }
     }
 }
@@ -488,7 +502,13 @@ impl Policy {
                 ));
             }
         }
-        let ranges: [(&str, u64, u64, u64); 4] = [
+        let ranges: [(&str, u64, u64, u64); 5] = [
+            (
+                "http.ready_cache_ms",
+                self.http.ready_cache_ms,
+                0,
+                HttpPolicy::MAX_READY_CACHE_MS,
+            ),
             (
                 "http.header_read_timeout_s",
                 self.http.header_read_timeout_s,

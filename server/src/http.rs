@@ -7,6 +7,7 @@
 //! ([`sessions`]).
 
 pub mod conns;
+pub mod ops;
 pub mod sessions;
 pub mod token;
 
@@ -318,7 +319,7 @@ async fn run_busy(request: Request, next: Next) -> Response {
 }
 
 /// Compare without an early exit, so the time taken says nothing about where the inputs differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
     for i in 0..a.len().max(b.len()) {
         let x = a.get(i).copied().unwrap_or(0);

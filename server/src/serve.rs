@@ -62,6 +62,8 @@ pub struct Prepared {
     pub gate: Gate,
     pub http_token: Option<SecretString>,
     pub redactor: Arc<Redactor>,
+    /// `/healthz`, `/readyz`, `/metrics` (HTTP only).
+    pub ops: http::ops::OpsOptions,
 }
 
 /// Build the state from settings; errors are for the operator and stop the server at start.
@@ -87,13 +89,43 @@ pub fn prepare(
     if let Some(token) = http_token.as_ref().or(redact_only.as_ref()) {
         extra.add("FACTORY_MCP_HTTP_TOKEN", token);
     }
+    let ops = ops_options(settings, http.is_some(), http_token.as_ref())?;
+    if let Some(token) = &ops.metrics_token {
+        extra.add("FACTORY_MCP_METRICS_TOKEN", token);
+    }
     let built = AppState::build(policy, over, &env, extra)?;
     Ok(Prepared {
         redactor: Arc::new(Redactor::new(built.known)),
         state: Arc::new(built.state),
         gate,
         http_token,
+        ops,
     })
+}
+
+/// The operators' settings (issue 21 §3), checked: metrics only under `--http`, their token
+/// read and never the MCP clients' one.
+fn ops_options(
+    settings: &Settings,
+    http: bool,
+    mcp_token: Option<&SecretString>,
+) -> Result<http::ops::OpsOptions, String> {
+    let p = &settings.policy.http;
+    if !http {
+        return Ok(http::ops::OpsOptions::default());
+    }
+    let ops = http::ops::OpsOptions {
+        metrics_listen: p.metrics_listen,
+        metrics_token: match &p.metrics_token_file {
+            Some(path) => {
+                Some(http::read_token_file(path).map_err(|e| format!("metrics token: {e}"))?)
+            }
+            None => None,
+        },
+        ready_cache: Duration::from_millis(p.ready_cache_ms),
+    };
+    ops.check(mcp_token)?;
+    Ok(ops)
 }
 
 /// The bearer token `serve --http` requires: the configured file; else, on loopback, the
@@ -190,6 +222,7 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
         state,
         gate,
         http_token,
+        ops,
         ..
     } = prepared;
     let page_state = state.clone();
@@ -216,7 +249,7 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
                 max_connections: limits.max_connections as usize,
                 max_sessions: limits.max_sessions as usize,
             };
-            serve_http(server, opts, page_state).await
+            serve_http(server, opts, ops, page_state).await
         }
     };
     match result {
@@ -243,6 +276,7 @@ async fn serve_stdio(server: FactoryServer<AppState>) -> Result<(), String> {
 async fn serve_http(
     server: FactoryServer<AppState>,
     opts: HttpOptions,
+    ops: http::ops::OpsOptions,
     state: Arc<AppState>,
 ) -> Result<(), String> {
     let listener = http::bind(&opts).await.map_err(|e| e.to_string())?;
@@ -262,8 +296,11 @@ async fn serve_http(
         page_hosts.push(page_addr.ip().to_string());
     }
     page_hosts.extend(opts.extra_allowed_hosts.iter().cloned());
+    // Before the first request: the metrics recorder and listener, and /healthz, /readyz.
+    let ops_routes = http::ops::start(&ops, state.clone(), &opts, ct.child_token()).await?;
     let app = http::router(move || server.clone(), &opts, ct.child_token())
-        .merge(crate::page::router(state, page_hosts));
+        .merge(crate::page::router(state, page_hosts))
+        .merge(ops_routes);
     tracing::info!(
         %addr,
         header_read_timeout_s = opts.header_read_timeout.as_secs(),

@@ -79,6 +79,19 @@ pub struct SettingsArgs {
     /// For `--http`: most live sessions of the 2025-11-25 era (http.max_sessions; default 128).
     #[arg(long, value_name = "N")]
     pub max_sessions: Option<u32>,
+    // ---- operators (issue 21 §3) ----
+    /// For `--http`: serve Prometheus metrics at /metrics on this separate address, e.g.
+    /// 127.0.0.1:9464 (policy key http.metrics_listen; off by default). Off loopback it needs
+    /// --metrics-token-file.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// For `--metrics-listen`: file holding the bearer token scrapers must send
+    /// (http.metrics_token_file); it must differ from the MCP clients' token.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_token_file: Option<PathBuf>,
+    /// For `--http`: milliseconds /readyz keeps its answer (http.ready_cache_ms; default 2000).
+    #[arg(long, value_name = "MS")]
+    pub ready_cache_ms: Option<u64>,
     #[arg(long, value_name = "SECONDS")]
     pub request_timeout_s: Option<u64>,
     #[arg(long, value_name = "SECONDS")]
@@ -179,6 +192,7 @@ fn resolve_file_paths(policy: &mut Policy, file: &Path, env: &dyn Fn(&str) -> Op
         .chain(policy.allow_dirs.iter_mut())
         .chain(policy.secrets.env_file.iter_mut())
         .chain(policy.http.auth_token_file.iter_mut())
+        .chain(policy.http.metrics_token_file.iter_mut())
         .chain(policy.validate.prime_rl_checkout.iter_mut())
         .for_each(fix);
 }
@@ -278,6 +292,13 @@ impl SettingsArgs {
         );
         set(&mut policy.http.max_connections, &self.max_connections);
         set(&mut policy.http.max_sessions, &self.max_sessions);
+        // operators (issue 21 §3)
+        set_opt(&mut policy.http.metrics_listen, &self.metrics_listen);
+        set_opt(
+            &mut policy.http.metrics_token_file,
+            &self.metrics_token_file,
+        );
+        set(&mut policy.http.ready_cache_ms, &self.ready_cache_ms);
         set(
             &mut policy.platform.request_timeout_s,
             &self.request_timeout_s,
@@ -423,6 +444,53 @@ mod tests {
         let err = Settings::load(&args(&["--header-read-timeout-s", "0"]), &no_env)
             .expect_err("zero timeout");
         assert_eq!(err.key(), Some("http.header_read_timeout_s"));
+    }
+
+    #[test]
+    fn metrics_and_readiness_settings_come_from_the_file_and_flags_win() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let file = write(
+            tmp.path(),
+            "[http]\nmetrics_listen = \"127.0.0.1:9464\"\nmetrics_token_file = \"metrics-token\"\nready_cache_ms = 500",
+        );
+        let file = file.to_string_lossy().into_owned();
+        let s = Settings::load(&args(&["--config", &file]), &no_env).expect("file");
+        let http = &s.policy.http;
+        assert_eq!(http.metrics_listen, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(
+            http.metrics_token_file,
+            Some(tmp.path().join("metrics-token")),
+            "relative to the file"
+        );
+        assert_eq!(http.ready_cache_ms, 500);
+        let s = Settings::load(
+            &args(&[
+                "--config",
+                &file,
+                "--metrics-listen",
+                "10.0.0.5:9100",
+                "--metrics-token-file",
+                "/etc/scrape-token",
+                "--ready-cache-ms",
+                "0",
+            ]),
+            &no_env,
+        )
+        .expect("flags");
+        let http = &s.policy.http;
+        assert_eq!(http.metrics_listen, Some("10.0.0.5:9100".parse().unwrap()));
+        assert_eq!(
+            http.metrics_token_file,
+            Some(PathBuf::from("/etc/scrape-token"))
+        );
+        assert_eq!(http.ready_cache_ms, 0);
+        // Off by default; a cache longer than a minute is refused.
+        let s = Settings::load(&args(&[]), &no_env).expect("defaults");
+        assert_eq!(s.policy.http.metrics_listen, None);
+        assert_eq!(s.policy.http.ready_cache_ms, 2_000);
+        let err =
+            Settings::load(&args(&["--ready-cache-ms", "60001"]), &no_env).expect_err("too long");
+        assert_eq!(err.key(), Some("http.ready_cache_ms"));
     }
 
     #[test]

@@ -127,14 +127,17 @@ async fn validate_config(
 fn refuse_secret_arguments(state: &AppState, call: &Call) -> Result<(), ToolError> {
     match state.secret_guard.check_json(&call.arguments, "arguments") {
         Ok(()) => Ok(()),
-        Err(findings) => Err(ToolError::new(format!(
-            "Refused: an argument carries a secret value; secrets are passed by name only.\n- {}",
-            findings
-                .iter()
-                .map(|f| f.to_string())
-                .collect::<Vec<_>>()
-                .join("\n- ")
-        ))),
+        Err(findings) => {
+            crate::meter::refusal(crate::meter::Refusal::SecretValue);
+            Err(ToolError::new(format!(
+                "Refused: an argument carries a secret value; secrets are passed by name only.\n- {}",
+                findings
+                    .iter()
+                    .map(|f| f.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n- ")
+            )))
+        }
     }
 }
 

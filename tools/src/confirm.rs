@@ -252,6 +252,7 @@ fn recorded(mode: ConfirmMode, d: &DecisionRecord, plan: &PlanRecord, ask: &Ask<
 /// No dialog can carry a person's yes here: the person approves in their own terminal. The
 /// words address the person's action; the assistant's part is to ask and call again.
 async fn waiting_for_terminal(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>) -> ToolError {
+    crate::meter::confirmation(crate::meter::Confirmation::Pending);
     audit(
         state,
         ask.tool,
@@ -278,6 +279,7 @@ async fn waiting_for_terminal(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>
 
 /// A "no" in either dialog: audited under the calling tool, nothing done.
 async fn declined(state: &AppState, plan: &PlanRecord, ask: &Ask<'_>, via: Via) -> ToolError {
+    crate::meter::confirmation(crate::meter::Confirmation::Declined);
     audit(
         state,
         ask.tool,
@@ -344,6 +346,7 @@ async fn ask_input_required(
             },
         )),
     );
+    crate::meter::confirmation(crate::meter::Confirmation::Asked);
     audit(
         state,
         ask.tool,
@@ -377,6 +380,7 @@ async fn answer_input_required(
     {
         Opened::Fresh => {}
         Opened::Invalid => {
+            crate::meter::confirmation(crate::meter::Confirmation::Expired);
             return Err(ToolError::bad_argument(format!(
                 "The confirmation state is invalid, tampered with or expired: call {tool} again so that the person is asked afresh. Nothing was done."
             )));
@@ -392,6 +396,7 @@ async fn answer_input_required(
             )));
         }
         Opened::Replayed => {
+            crate::meter::confirmation(crate::meter::Confirmation::Replayed);
             audit(
                 state,
                 tool,
@@ -460,6 +465,7 @@ async fn approved(
         .record_decision(&plan.id, Decision::Approved, via.as_str())
         .await
         .map_err(|e| ToolError::unavailable(format!("cannot record the decision: {e}")))?;
+    crate::meter::confirmation(crate::meter::Confirmation::Approved);
     audit(
         state,
         ask.tool,

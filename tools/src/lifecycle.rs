@@ -165,6 +165,7 @@ async fn pause_run(state: Arc<AppState>, args: RunIdArgs, _call: Call) -> ToolRe
         ));
     }
     if decision == Pause::Refused {
+        crate::meter::refusal(crate::meter::Refusal::RunState);
         return Err(ToolError::new(format!(
             "Run {} is {}: only a RUNNING run can be paused.",
             run.id, run.status
@@ -219,6 +220,7 @@ async fn restart_run(
 ) -> ToolResult<LifecycleOut> {
     let run = fetch_run(&state, &args.run_id).await?;
     if !lifecycle::may_restart(&run.run_status()) {
+        crate::meter::refusal(crate::meter::Refusal::RunState);
         return Err(ToolError::new(format!(
             "Run {} is {}: only a RUNNING run can be restarted from its last checkpoint.",
             run.id, run.status
@@ -299,6 +301,7 @@ async fn deletable_run(state: &AppState, run_id: &str) -> Result<RlRun, ToolErro
     RunId::parse(run_id)?;
     let run = fetch_run(state, run_id).await?;
     if !lifecycle::may_delete(&run.run_status()) {
+        crate::meter::refusal(crate::meter::Refusal::RunState);
         return Err(ToolError::new(format!(
             "Run {} is {}: a run that holds GPUs is not deleted. Stop it first (stop_run), then delete it.",
             run.id, run.status

@@ -60,6 +60,7 @@ pub fn scope(
     if let (TeamScope::Team(team), Some(allowed)) = (&scope, &policy.allowed_teams)
         && !policy.allows_team(Some(team))
     {
+        crate::meter::refusal(crate::meter::Refusal::TeamNotAllowed);
         return Err(ToolError::new(format!(
             "team {team} is not in the policy's allowed_teams ({}); ask the operator to add it.",
             allowed.join(", ")

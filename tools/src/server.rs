@@ -72,6 +72,7 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
         let handler: Handler<S> = Arc::new(move |state: Arc<S>, args, call| {
             let f = f.clone();
             Box::pin(async move {
+                let timer = crate::meter::CallTimer::start(name);
                 let mut call = call;
                 call.arguments = serde_json::Value::Object(args.unwrap_or_default());
                 // Read from the arguments in place: the call keeps them for the secret guard.
@@ -81,11 +82,15 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
                         let error = ToolError::bad_argument(format!(
                             "invalid arguments for {name}: {e}. Check the tool's input schema and call again."
                         ));
-                        return reply::answer::<O>(name, Err(error), &*state);
+                        let result = Err(error);
+                        timer.finish::<O>(&result);
+                        return reply::answer::<O>(name, result, &*state);
                     }
                 };
                 let shaping = state.clone();
-                reply::answer(name, f(state, parsed, call).await, &*shaping)
+                let result = f(state, parsed, call).await;
+                timer.finish(&result);
+                reply::answer(name, result, &*shaping)
             })
         });
         ServerTool {
@@ -308,6 +313,7 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerHandler for FactoryServer<S> 
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(def) = self.tools.get(request.name.as_ref()) else {
+            crate::meter::unknown_tool();
             return Err(safe_error(
                 McpError::invalid_params(format!("tool not found: {}", request.name), None),
                 self.state.redactor(),

@@ -61,6 +61,7 @@ pub(crate) async fn ask(
         let url = mint(state, store, plan).await?;
         let url = url::Url::parse(&url)
             .map_err(|e| ToolError::unavailable(format!("the approval page's address: {e}")))?;
+        crate::meter::confirmation(crate::meter::Confirmation::Asked);
         audit(
             state,
             ask.tool,
@@ -91,6 +92,7 @@ pub(crate) async fn ask(
         }
     };
     if !opened {
+        crate::meter::confirmation(crate::meter::Confirmation::Cancelled);
         audit(
             state,
             ask.tool,
@@ -111,12 +113,14 @@ pub(crate) async fn ask(
     let waited = wait_for_decision(state, store, &plan.id, state.page.wait, cancelled)
         .await?
         .ok_or_else(|| {
+            crate::meter::confirmation(crate::meter::Confirmation::Cancelled);
             ToolError::new(
                 "The call was cancelled while waiting for the approval page: nothing was done.",
             )
         })?;
     match waited {
         Some(d) if d.decision == Decision::Approved => {
+            crate::meter::confirmation(crate::meter::Confirmation::Approved);
             audit(
                 state,
                 ask.tool,
@@ -129,6 +133,7 @@ pub(crate) async fn ask(
             Ok(None)
         }
         Some(d) => {
+            crate::meter::confirmation(crate::meter::Confirmation::Declined);
             audit(
                 state,
                 ask.tool,
@@ -145,10 +150,13 @@ pub(crate) async fn ask(
                 d.via
             )))
         }
-        None => Err(ToolError::needs_person(format!(
-            "Not yet approved — the person has not decided on the approval page yet. Call {} again{} once they have: the next call picks their decision up. Nothing was done.",
-            ask.tool, ask.again_with
-        ))),
+        None => {
+            crate::meter::confirmation(crate::meter::Confirmation::Pending);
+            Err(ToolError::needs_person(format!(
+                "Not yet approved — the person has not decided on the approval page yet. Call {} again{} once they have: the next call picks their decision up. Nothing was done.",
+                ask.tool, ask.again_with
+            )))
+        }
     }
 }
 
@@ -221,6 +229,7 @@ async fn first_leg(
             },
         )),
     );
+    crate::meter::confirmation(crate::meter::Confirmation::Asked);
     audit(
         state,
         ask.tool,
@@ -249,8 +258,12 @@ async fn second_leg(
     };
     match open_state(store, plan, &associated_data(ask, plan), SEAL_TTL, sealed).await? {
         Opened::Fresh => {}
-        Opened::Invalid | Opened::Unreadable | Opened::OtherPlan => return Err(again()),
+        Opened::Invalid | Opened::Unreadable | Opened::OtherPlan => {
+            crate::meter::confirmation(crate::meter::Confirmation::Expired);
+            return Err(again());
+        }
         Opened::Replayed => {
+            crate::meter::confirmation(crate::meter::Confirmation::Replayed);
             return Err(ToolError::new(format!(
                 "This approval state was already used. Call {} again.",
                 ask.tool

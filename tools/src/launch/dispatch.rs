@@ -78,6 +78,7 @@ async fn dispatch_inner(
         Err(e) if e.is_ambiguous() => lost_answer(state, store, platform, plan, body, e).await,
         Err(e) => {
             let _ = store.mark_failed(&plan.id, &e.to_string()).await;
+            crate::meter::launch(crate::meter::Launch::Failed);
             audit(
                 state,
                 "launch_run",
@@ -172,6 +173,7 @@ async fn dispatched(
     store
         .mark_dispatched(&plan.id, &resp.run_id, &details).await
         .map_err(|e| refuse(format!("run {} was created but the journal could not record it ({e}); do not re-launch: get_run shows it", resp.run_id)))?;
+    crate::meter::launch(crate::meter::Launch::Dispatched);
     audit(
         state,
         "launch_run",
@@ -215,6 +217,7 @@ async fn lost_answer(
     e: PlatformError,
 ) -> ToolResult<LaunchOut> {
     let _ = store.mark_unknown(&plan.id, &e.to_string()).await;
+    crate::meter::launch(crate::meter::Launch::Unknown);
     audit(
         state,
         "launch_run",

@@ -145,6 +145,7 @@ pub(super) async fn plan_run(
     )
     .await?;
     if let Some(refusal) = overrides::override_refusal(&state.policy, &overrides) {
+        crate::meter::refusal(crate::meter::Refusal::Override);
         return Err(refuse(refusal));
     }
     let account = checks::gather(platform, &owner.team).await?;
@@ -213,7 +214,10 @@ pub(super) async fn plan_run(
         args.allow_duplicate == Some(true),
         args.relaunch_after_failure == Some(true),
     )
-    .map_err(refuse)?;
+    .map_err(|e| {
+        crate::meter::refusal(crate::meter::Refusal::Duplicate);
+        refuse(e)
+    })?;
     let mut checks = plan_checks(&verdict.checks, &report, &resolved.notes, &active);
     checks.push(prepared);
     let planned = Planned {
@@ -424,8 +428,12 @@ fn screen_arguments(
     }
     let env_names = forwarding::check_env_names(args.env.as_deref().unwrap_or_default())
         .map_err(|e| ToolError::bad_argument(e.to_string()))?;
-    forwarding::check_values_held(&env_names, |n| state.secret_value(n).is_some())
-        .map_err(refuse)?;
+    forwarding::check_values_held(&env_names, |n| state.secret_value(n).is_some()).map_err(
+        |e| {
+            crate::meter::refusal(crate::meter::Refusal::SecretForwarding);
+            refuse(e)
+        },
+    )?;
     request::check_argument_names(args)?;
     let mut overrides = Vec::new();
     for (flag, name) in [
@@ -634,6 +642,7 @@ fn headline(body: &PlanBody, owner: &Owner, blocked: bool) -> String {
 }
 
 pub(super) fn secret_refusal(findings: &[factory_policies::SecretFinding]) -> ToolError {
+    crate::meter::refusal(crate::meter::Refusal::SecretValue);
     refuse(format!(
         "Refused: an argument carries a secret value, and secrets are passed by name only.\n- {}\nRemove the value; for a run's W&B or Hugging Face credentials pass env: [\"WANDB_API_KEY\"] / [\"HF_TOKEN\"] and set them in the server's environment.",
         findings

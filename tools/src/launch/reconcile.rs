@@ -99,6 +99,7 @@ pub(super) async fn settle_existing(
     let in_flight = match dispatch::on_existing(&rec.state) {
         Existing::ReturnRun { run_id, details } => {
             let run = platform.get_run(run_id).await.ok();
+            crate::meter::launch(crate::meter::Launch::Deduplicated);
             audit(
                 state,
                 "launch_run",
@@ -165,6 +166,7 @@ pub(super) async fn record_reconciled(
 ) -> Value {
     let details = json!({"reconciled": true, "rate_per_hour_usd": body.price.per_hour_usd, "max_steps": body.max_steps});
     settle_found(store, plan_id, run_id, &details).await;
+    crate::meter::launch(crate::meter::Launch::Reconciled);
     audit(
         state,
         "launch_run",

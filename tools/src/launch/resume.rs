@@ -45,12 +45,14 @@ pub(super) async fn plan_resume(
     let from = args.resume_from.clone().unwrap_or_default();
     let prev = fetch_run(&state, &from).await?;
     if !lifecycle::may_resume(&prev.run_status()) {
+        crate::meter::refusal(crate::meter::Refusal::RunState);
         return Err(refuse(format!(
             "Run {from} is {}: only a PAUSED run can be resumed (pause_run pauses a RUNNING one).",
             prev.status
         )));
     }
     if let Some(refusal) = overrides::override_refusal(&state.policy, &overrides) {
+        crate::meter::refusal(crate::meter::Refusal::Override);
         return Err(refuse(refusal));
     }
     let platform = state.platform()?;
@@ -83,7 +85,10 @@ pub(super) async fn plan_resume(
         &run_name,
         args.allow_duplicate == Some(true),
     )
-    .map_err(refuse)?;
+    .map_err(|e| {
+        crate::meter::refusal(crate::meter::Refusal::Duplicate);
+        refuse(e)
+    })?;
     let duplicates: Vec<DuplicateItem> = resumed
         .iter()
         .map(|r| DuplicateItem {

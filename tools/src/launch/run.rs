@@ -126,12 +126,14 @@ async fn run_plan(
         return Ok(done);
     }
     if Utc::now() > plan.expires_at {
+        crate::meter::refusal(crate::meter::Refusal::PlanExpired);
         return Err(refuse(format!(
             "Plan {plan_id} expired at {}: call plan_run again. Nothing was dispatched.",
             plan.expires_at.to_rfc3339()
         )));
     }
     if let Some(b) = &body.blocked {
+        crate::meter::refusal(crate::meter::Refusal::PlanBlocked);
         audit(
             &state,
             tool_name,
@@ -176,6 +178,7 @@ pub(super) fn enforce_budgets(
     if violations.is_empty() {
         return Ok(());
     }
+    crate::meter::refusal(crate::meter::Refusal::Budget);
     let lines: Vec<String> = violations
         .iter()
         .map(|v| format!("{}: {}", v.key, v.message))
@@ -203,6 +206,7 @@ async fn recheck(
             })
             .map(|b| launch::digest_bytes(&b));
         if now.as_ref() != Some(sha) {
+            crate::meter::refusal(crate::meter::Refusal::ConfigChanged);
             return Err(refuse(format!(
                 "{path} changed (or vanished) since the plan was made: re-plan with plan_run. Nothing was dispatched."
             )));
