@@ -9,7 +9,7 @@ use super::StoreError;
 
 /// The schema this build writes. A database with a higher `user_version` was written by a
 /// newer factory-mcp and is refused rather than misread.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 const V1: &str = r#"
 CREATE TABLE plans (
@@ -121,6 +121,12 @@ CREATE INDEX known_runs_by_name ON known_runs(scope, name);
 CREATE INDEX known_runs_by_config ON known_runs(scope, config_digest);
 "#;
 
+/// Version 4: who each audited action was for (the OAuth `sub`, issue 21 §2); NULL for the
+/// rows before it and for local use.
+const V4: &str = r#"
+ALTER TABLE audit ADD COLUMN subject TEXT;
+"#;
+
 /// Bring the schema up to [`SCHEMA_VERSION`] inside one IMMEDIATE transaction, so that two
 /// processes opening a fresh database at once do not both create it.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -141,7 +147,10 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     if version < 3 {
         tx.execute_batch(V3)?;
     }
-    // Later versions: `if version < 4 { tx.execute_batch(V4)?; }` and so on.
+    if version < 4 {
+        tx.execute_batch(V4)?;
+    }
+    // Later versions: `if version < 5 { tx.execute_batch(V5)?; }` and so on.
     if version != SCHEMA_VERSION {
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     }
