@@ -6,12 +6,20 @@
 
 mod common;
 
-use std::{process::Stdio, time::Duration};
+use std::{
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use common::{PlainClient, World, oidc::Provider};
 use rmcp::{
-    ClientLifecycleMode, ClientServiceExt,
-    model::ProtocolVersion,
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData,
+    model::{
+        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+        Implementation, ProtocolVersion,
+    },
+    service::{RequestContext, RoleClient},
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -299,4 +307,121 @@ async fn access_tokens_from_the_issuer_are_checked() {
     assert!(calls.contains(&("list_gpus", Some("reader"))), "{calls:?}");
     assert!(calls.contains(&("list_gpus", Some("minted"))), "{calls:?}");
     assert!(calls.iter().all(|(_, s)| s.is_some()), "{calls:?}");
+}
+
+/// A client with a form dialog that says yes and records what it was shown.
+#[derive(Clone, Default)]
+struct SaysYes {
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for SaysYes {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_elicitation().build(),
+            Implementation::new("says-yes", "0.0.1"),
+        )
+    }
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+            self.seen.lock().unwrap().push(message.clone());
+        }
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirm": true})))
+    }
+}
+
+#[tokio::test]
+async fn an_assistant_without_the_approving_scope_plans_but_never_approves() {
+    let w = World::new().await;
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let provider = Provider::start(w.home.path(), &resource, &[]).await;
+    let g = start_gateway(&w, &provider, port, "").await;
+    let connect = |token: String, handler: SaysYes| {
+        let url = g.mcp();
+        async move {
+            handler
+                .serve_with_lifecycle(
+                    authed!(url, token),
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+                .expect("connect")
+        }
+    };
+
+    // The assistant (read + launch) plans and asks to launch; its client would say yes to a
+    // form, but none is shown: a person must approve.
+    let assistant = SaysYes::default();
+    let token = provider
+        .client_token("assistant", "factory:read factory:launch", &resource)
+        .await
+        .unwrap();
+    let c = connect(token, assistant.clone()).await;
+    let p = common::ok(
+        &common::call(
+            &c,
+            "plan_run",
+            json!({"config_toml": common::rl_config("oauth-run", 5), "team_id": factory_sandbox::TEAM_ALPHA_ID}),
+        )
+        .await,
+    );
+    let id = p["plan_id"].as_str().unwrap().to_owned();
+    let msg = common::err(&common::call(&c, "launch_run", json!({"plan_id": id})).await);
+    assert!(msg.contains(&format!("factory-mcp approve {id}")), "{msg}");
+    assert!(assistant.seen.lock().unwrap().is_empty(), "no form was shown");
+    assert_eq!(w.sandbox.create_requests(), 0, "nothing launched");
+    c.cancel().await.unwrap();
+
+    // A caller holding the approving scope is asked, and its yes launches.
+    let approver = SaysYes::default();
+    let token = provider
+        .client_token(
+            "approver-bot",
+            "factory:read factory:launch factory:approve",
+            &resource,
+        )
+        .await
+        .unwrap();
+    let c = connect(token, approver.clone()).await;
+    let launched = common::ok(&common::call(&c, "launch_run", json!({"plan_id": id})).await);
+    assert_eq!(launched["deduplicated"], false, "{launched}");
+    assert_eq!(approver.seen.lock().unwrap().len(), 1, "the form was shown");
+    assert_eq!(w.sandbox.create_requests(), 1);
+    c.cancel().await.unwrap();
+
+    // The audit log: who planned, who asked, who decided.
+    drop(g);
+    let store = factory_policies::store::Store::open(&w.state_dir()).expect("store");
+    let entries = store.audit_entries(1000).expect("audit");
+    let rows: Vec<_> = entries
+        .iter()
+        .map(|e| {
+            (
+                e.event.actor.as_str(),
+                e.event.action.as_str(),
+                e.event.subject.as_deref(),
+            )
+        })
+        .collect();
+    assert!(rows.contains(&("plan_run", "call", Some("assistant"))), "{rows:?}");
+    assert!(rows.contains(&("launch_run", "call", Some("assistant"))), "{rows:?}");
+    assert!(rows.contains(&("launch_run", "call", Some("approver-bot"))), "{rows:?}");
+    assert!(
+        rows.contains(&("input_required", "decide", Some("approver-bot"))),
+        "the decision names who approved: {rows:?}"
+    );
+    assert!(
+        entries
+            .iter()
+            .filter(|e| e.event.action != "call" && e.event.plan_id.as_deref() == Some(&id))
+            .all(|e| e.event.subject.is_some()),
+        "every action on the plan names its subject: {rows:?}"
+    );
 }

@@ -42,13 +42,6 @@ pub struct OAuthPolicy {
     /// with a key not yet seen (a rotation), in seconds.
     #[serde(default = "default_min_refresh")]
     pub jwks_min_refresh_s: u64,
-    /// The approval page's sign-in client (authorization code with PKCE). Absent: the page
-    /// takes no decision under OAuth (a person approves with `factory-mcp approve`).
-    #[serde(default)]
-    pub page_client_id: Option<String>,
-    /// A file holding that client's secret, for a confidential client. Absent: a public client.
-    #[serde(default)]
-    pub page_client_secret_file: Option<std::path::PathBuf>,
 }
 
 fn default_min_refresh() -> u64 {
@@ -231,29 +224,19 @@ pub fn audience_matches(aud: Option<&serde_json::Value>, resource: &str) -> bool
 /// The confirmation channel for an OAuth caller. `may_approve`: `None` without OAuth (the
 /// channel stands), else whether the caller's token holds the approving scope. An answer given
 /// inside the client (a form, the input-required round trip) is the token holder's answer, so
-/// it is asked only of a caller who may approve; anyone else's launch or delete waits for a
-/// person: on the approval page when people sign in there (`page_sign_in`) and the client can
-/// open it (`url_mode`), else with `factory-mcp approve`. Under OAuth the page is offered only
-/// with its sign-in.
-pub fn channel_for_caller(
-    channel: Channel,
-    may_approve: Option<bool>,
-    page_sign_in: bool,
-    url_mode: bool,
-) -> Channel {
+/// it is asked only of a caller who may approve. Anyone else's launch or delete waits for a
+/// person who approves with `factory-mcp approve` against the gateway's store. The approval
+/// page is not offered under OAuth: whoever holds its address could decide with it, and it has
+/// no sign-in with the issuer yet.
+pub fn channel_for_caller(channel: Channel, may_approve: Option<bool>) -> Channel {
     let Some(may_approve) = may_approve else {
         return channel;
     };
-    let elsewhere = if page_sign_in && url_mode {
-        Channel::Page
-    } else {
-        Channel::ApproveCommand
-    };
     match channel {
         Channel::NotNeeded | Channel::ApproveCommand => channel,
-        Channel::Page => elsewhere,
+        Channel::Page => Channel::ApproveCommand,
         Channel::InputRequired | Channel::Elicitation if may_approve => channel,
-        Channel::InputRequired | Channel::Elicitation => elsewhere,
+        Channel::InputRequired | Channel::Elicitation => Channel::ApproveCommand,
     }
 }
 
@@ -265,58 +248,17 @@ mod tests {
     fn an_assistant_without_the_approving_scope_is_never_asked_in_band() {
         use Channel::*;
         for c in [NotNeeded, InputRequired, Elicitation, ApproveCommand, Page] {
-            assert_eq!(
-                channel_for_caller(c, None, false, true),
-                c,
-                "no OAuth: unchanged"
-            );
-            assert_eq!(
-                channel_for_caller(c, None, true, true),
-                c,
-                "no OAuth: unchanged"
-            );
+            assert_eq!(channel_for_caller(c, None), c, "no OAuth: unchanged");
         }
-        assert_eq!(
-            channel_for_caller(InputRequired, Some(false), true, true),
-            Page
-        );
-        assert_eq!(
-            channel_for_caller(Elicitation, Some(false), true, true),
-            Page
-        );
-        assert_eq!(
-            channel_for_caller(InputRequired, Some(false), false, true),
-            ApproveCommand
-        );
-        assert_eq!(
-            channel_for_caller(Page, Some(false), false, true),
-            ApproveCommand
-        );
-        assert_eq!(
-            channel_for_caller(Page, Some(true), false, true),
-            ApproveCommand,
-            "no page without sign-in"
-        );
-        assert_eq!(channel_for_caller(Page, Some(true), true, true), Page);
-        assert_eq!(
-            channel_for_caller(InputRequired, Some(true), false, true),
-            InputRequired
-        );
-        assert_eq!(
-            channel_for_caller(NotNeeded, Some(false), false, true),
-            NotNeeded
-        );
-        assert_eq!(
-            channel_for_caller(InputRequired, Some(false), true, false),
-            ApproveCommand,
-            "a client that cannot open a URL"
-        );
-        assert_eq!(
-            channel_for_caller(ApproveCommand, Some(true), true, true),
-            ApproveCommand
-        );
+        assert_eq!(channel_for_caller(InputRequired, Some(false)), ApproveCommand);
+        assert_eq!(channel_for_caller(Elicitation, Some(false)), ApproveCommand);
+        assert_eq!(channel_for_caller(Page, Some(false)), ApproveCommand);
+        assert_eq!(channel_for_caller(Page, Some(true)), ApproveCommand, "no page under OAuth");
+        assert_eq!(channel_for_caller(InputRequired, Some(true)), InputRequired);
+        assert_eq!(channel_for_caller(Elicitation, Some(true)), Elicitation);
+        assert_eq!(channel_for_caller(NotNeeded, Some(false)), NotNeeded);
+        assert_eq!(channel_for_caller(ApproveCommand, Some(true)), ApproveCommand);
     }
-    use serde_json::json;
 
     fn caller(scopes: &[&str]) -> Caller {
         Caller {
@@ -404,8 +346,6 @@ mod tests {
             scopes: ScopeNames::default(),
             leeway_s: 30,
             jwks_min_refresh_s: 10,
-            page_client_id: None,
-            page_client_secret_file: None,
         };
         assert_eq!(p.refusal(), None);
         p.scopes.approve = "factory:read".into();

@@ -201,18 +201,11 @@ pub(crate) async fn confirm(
     );
     // Under OAuth: only a caller holding the approving scope answers in the client.
     let caller = crate::server::caller_of(&call.ctx);
-    let page_sign_in = state
-        .policy
-        .oauth
-        .as_ref()
-        .is_some_and(|o| o.page_client_id.is_some());
     match factory_policies::scopes::channel_for_caller(
         channel,
         caller
             .as_ref()
             .map(|c| c.may(factory_policies::scopes::Access::Approve)),
-        page_sign_in,
-        url_mode,
     ) {
         Channel::Page => crate::approval_page::ask(state, store, plan, &ask, call).await,
         Channel::NotNeeded => Ok(None),

@@ -148,7 +148,13 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         tx.execute_batch(V3)?;
     }
     if version < 4 {
-        tx.execute_batch(V4)?;
+        // A store that already has the column (written by a build that added it) keeps it.
+        let has_subject: bool = tx
+            .prepare("SELECT 1 FROM pragma_table_info('audit') WHERE name = 'subject'")?
+            .exists([])?;
+        if !has_subject {
+            tx.execute_batch(V4)?;
+        }
     }
     // Later versions: `if version < 5 { tx.execute_batch(V5)?; }` and so on.
     if version != SCHEMA_VERSION {
@@ -156,4 +162,49 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     }
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SCHEMA_VERSION;
+    use crate::store::{AuditEvent, Store};
+
+    /// A populated schema-3 store (before `audit.subject`) migrates: its rows are kept with no
+    /// subject, and new rows carry theirs.
+    #[test]
+    fn a_schema_3_audit_log_gains_the_subject_column() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.audit(&AuditEvent::new("plan_run", "plan", "planned")).unwrap();
+            store
+                .conn()
+                .execute_batch("ALTER TABLE audit DROP COLUMN subject; PRAGMA user_version = 3;")
+                .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let version: i64 = store
+            .conn()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        store
+            .audit(&AuditEvent::new("launch_run", "call", "call").subject(Some("alice")))
+            .unwrap();
+        store
+            .record_decision_as("p-none", crate::store::Decision::Approved, "page", Some("bob"))
+            .unwrap_err();
+        let entries = store.audit_entries(10).unwrap();
+        let subjects: Vec<_> = entries
+            .iter()
+            .map(|e| (e.event.actor.as_str(), e.event.subject.as_deref()))
+            .collect();
+        assert_eq!(
+            subjects,
+            vec![("plan_run", None), ("launch_run", Some("alice"))]
+        );
+        // Opening again is a no-op.
+        drop(store);
+        Store::open(dir.path()).unwrap();
+    }
 }

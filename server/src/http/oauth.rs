@@ -556,8 +556,6 @@ mod tests {
             scopes: Default::default(),
             leeway_s: 0,
             jwks_min_refresh_s: 10,
-            page_client_id: None,
-            page_client_secret_file: None,
         }
     }
 
