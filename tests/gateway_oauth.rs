@@ -375,7 +375,10 @@ async fn an_assistant_without_the_approving_scope_plans_but_never_approves() {
     let id = p["plan_id"].as_str().unwrap().to_owned();
     let msg = common::err(&common::call(&c, "launch_run", json!({"plan_id": id})).await);
     assert!(msg.contains(&format!("factory-mcp approve {id}")), "{msg}");
-    assert!(assistant.seen.lock().unwrap().is_empty(), "no form was shown");
+    assert!(
+        assistant.seen.lock().unwrap().is_empty(),
+        "no form was shown"
+    );
     assert_eq!(w.sandbox.create_requests(), 0, "nothing launched");
     c.cancel().await.unwrap();
 
@@ -410,9 +413,18 @@ async fn an_assistant_without_the_approving_scope_plans_but_never_approves() {
             )
         })
         .collect();
-    assert!(rows.contains(&("plan_run", "call", Some("assistant"))), "{rows:?}");
-    assert!(rows.contains(&("launch_run", "call", Some("assistant"))), "{rows:?}");
-    assert!(rows.contains(&("launch_run", "call", Some("approver-bot"))), "{rows:?}");
+    assert!(
+        rows.contains(&("plan_run", "call", Some("assistant"))),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&("launch_run", "call", Some("assistant"))),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&("launch_run", "call", Some("approver-bot"))),
+        "{rows:?}"
+    );
     assert!(
         rows.contains(&("input_required", "decide", Some("approver-bot"))),
         "the decision names who approved: {rows:?}"

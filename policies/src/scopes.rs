@@ -243,6 +243,7 @@ pub fn channel_for_caller(channel: Channel, may_approve: Option<bool>) -> Channe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn an_assistant_without_the_approving_scope_is_never_asked_in_band() {
@@ -250,14 +251,24 @@ mod tests {
         for c in [NotNeeded, InputRequired, Elicitation, ApproveCommand, Page] {
             assert_eq!(channel_for_caller(c, None), c, "no OAuth: unchanged");
         }
-        assert_eq!(channel_for_caller(InputRequired, Some(false)), ApproveCommand);
+        assert_eq!(
+            channel_for_caller(InputRequired, Some(false)),
+            ApproveCommand
+        );
         assert_eq!(channel_for_caller(Elicitation, Some(false)), ApproveCommand);
         assert_eq!(channel_for_caller(Page, Some(false)), ApproveCommand);
-        assert_eq!(channel_for_caller(Page, Some(true)), ApproveCommand, "no page under OAuth");
+        assert_eq!(
+            channel_for_caller(Page, Some(true)),
+            ApproveCommand,
+            "no page under OAuth"
+        );
         assert_eq!(channel_for_caller(InputRequired, Some(true)), InputRequired);
         assert_eq!(channel_for_caller(Elicitation, Some(true)), Elicitation);
         assert_eq!(channel_for_caller(NotNeeded, Some(false)), NotNeeded);
-        assert_eq!(channel_for_caller(ApproveCommand, Some(true)), ApproveCommand);
+        assert_eq!(
+            channel_for_caller(ApproveCommand, Some(true)),
+            ApproveCommand
+        );
     }
 
     fn caller(scopes: &[&str]) -> Caller {

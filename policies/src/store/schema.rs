@@ -176,7 +176,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = Store::open(dir.path()).unwrap();
-            store.audit(&AuditEvent::new("plan_run", "plan", "planned")).unwrap();
+            store
+                .audit(&AuditEvent::new("plan_run", "plan", "planned"))
+                .unwrap();
             store
                 .conn()
                 .execute_batch("ALTER TABLE audit DROP COLUMN subject; PRAGMA user_version = 3;")
@@ -192,7 +194,12 @@ mod tests {
             .audit(&AuditEvent::new("launch_run", "call", "call").subject(Some("alice")))
             .unwrap();
         store
-            .record_decision_as("p-none", crate::store::Decision::Approved, "page", Some("bob"))
+            .record_decision_as(
+                "p-none",
+                crate::store::Decision::Approved,
+                "page",
+                Some("bob"),
+            )
             .unwrap_err();
         let entries = store.audit_entries(10).unwrap();
         let subjects: Vec<_> = entries

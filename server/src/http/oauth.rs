@@ -273,12 +273,12 @@ impl OAuth {
         if !stale && let Some(found) = find(&keys) {
             return Ok(found);
         }
-        if stale || may_refetch(keys.fetched, now, self.min_refresh) {
-            if let Err(e) = self.fetch_keys(&mut keys).await {
-                tracing::warn!(error = %e, "could not fetch the OAuth issuer's keys");
-                if keys.by_kid.is_empty() && keys.anonymous.is_empty() {
-                    return Err(TokenError::KeysUnavailable);
-                }
+        if (stale || may_refetch(keys.fetched, now, self.min_refresh))
+            && let Err(e) = self.fetch_keys(&mut keys).await
+        {
+            tracing::warn!(error = %e, "could not fetch the OAuth issuer's keys");
+            if keys.by_kid.is_empty() && keys.anonymous.is_empty() {
+                return Err(TokenError::KeysUnavailable);
             }
         }
         find(&keys).ok_or(TokenError::UnknownKey)
