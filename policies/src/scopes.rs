@@ -373,3 +373,58 @@ mod tests {
         assert_eq!(p.refusal().map(|r| r.0), Some("oauth.issuer"));
     }
 }
+
+#[cfg(test)]
+mod policy_file_tests {
+    use crate::policy::Policy;
+
+    #[test]
+    fn the_oauth_block_reads_from_the_policy_file_with_defaults() {
+        let p = Policy::from_toml_str(
+            "[oauth]\nissuer = \"https://id.example\"\nresource = \"https://gw.example/mcp\"\n",
+        )
+        .unwrap();
+        let o = p.oauth.expect("[oauth]");
+        assert_eq!(
+            o.scopes_supported(),
+            ["factory:read", "factory:launch", "factory:approve"]
+        );
+        assert_eq!(o.leeway_s, 30);
+        assert_eq!(o.jwks_min_refresh_s, 10);
+        assert!(Policy::from_toml_str("").unwrap().oauth.is_none());
+        let renamed = Policy::from_toml_str(
+            "[oauth]\nissuer = \"https://id.example\"\nresource = \"https://gw.example/mcp\"\n\
+             [oauth.scopes]\napprove = \"gw:approve\"\n",
+        )
+        .unwrap();
+        assert_eq!(renamed.oauth.unwrap().scopes.approve, "gw:approve");
+    }
+
+    #[test]
+    fn a_bad_oauth_block_names_its_key() {
+        for (text, key) in [
+            (
+                "[oauth]\nissuer = \"id.example\"\nresource = \"https://gw/mcp\"\n",
+                "oauth.issuer",
+            ),
+            (
+                "[oauth]\nissuer = \"https://id\"\nresource = \"https://gw/mcp\"\nleeway_s = 900\n",
+                "oauth.leeway_s",
+            ),
+            (
+                "[oauth]\nissuer = \"https://id\"\nresource = \"https://gw/mcp\"\n[oauth.scopes]\nread = \"factory:launch\"\n",
+                "oauth.scopes",
+            ),
+        ] {
+            let e = Policy::from_toml_str(text).unwrap_err();
+            assert_eq!(e.key(), Some(key), "{text}: {e}");
+        }
+        let e = Policy::from_toml_str("[oauth]\nissuer = \"https://id\"\n").unwrap_err();
+        assert!(e.to_string().contains("resource"), "{e}");
+        let e = Policy::from_toml_str(
+            "[oauth]\nissuer = \"https://id\"\nresource = \"https://gw/mcp\"\nclient_secret = \"x\"\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("client_secret"), "{e}");
+    }
+}
