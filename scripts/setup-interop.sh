@@ -6,6 +6,8 @@
 #   - the MCP Inspector CLI (`@modelcontextprotocol/inspector`, pinned, with `--strict`), into
 #     .interop/inspector, installed by npm running on that Node 22 (on Node 20, npm silently
 #     resolves an old 0.x Inspector without `--strict`)
+#   - `oidc-provider` (pinned), into .interop/oidc with that same npm: the authorization server
+#     tests/gateway_oauth.rs starts on loopback (tests/oidc/provider.mjs)
 # Idempotent: each part has a stamp file holding what it installed; a second run only checks
 # what is there. Needs PyPI and the npm registry.
 set -euo pipefail
@@ -71,3 +73,22 @@ if [[ "$help" != *--strict* ]]; then
   exit 1
 fi
 echo "interop: Node $("$node_bin/node" --version), Inspector $inspector_version in $insp_dir" >&2
+
+# oidc-provider (and jose, its dependency, which the provider script also uses to mint tokens).
+oidc_version="9.13.3"
+oidc_dir="$dir/oidc"
+oidc_stamp="$oidc_dir/.factory-mcp-stamp"
+want_oidc="oidc-provider@$oidc_version node@$node_version"
+if [[ ! -f "$oidc_stamp" || "$(cat "$oidc_stamp")" != "$want_oidc" ]]; then
+  rm -rf "$oidc_dir"
+  mkdir -p "$oidc_dir"
+  PATH="$node_bin:$PATH" npm install "${npm_quiet[@]}" --prefix "$oidc_dir" \
+    "oidc-provider@$oidc_version" >/dev/null
+  echo "$want_oidc" > "$oidc_stamp"
+fi
+got="$(PATH="$node_bin:$PATH" node -p "require('$oidc_dir/node_modules/oidc-provider/package.json').version")"
+if [[ "$got" != "$oidc_version" ]]; then
+  echo "interop: expected oidc-provider $oidc_version in $oidc_dir, found $got" >&2
+  exit 1
+fi
+echo "interop: oidc-provider $oidc_version in $oidc_dir" >&2

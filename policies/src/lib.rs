@@ -28,6 +28,7 @@ pub mod paths;
 pub mod policy;
 pub mod redact;
 pub mod runs_cache;
+pub mod scopes;
 mod secret;
 pub mod secret_guard;
 pub mod store;

@@ -274,6 +274,8 @@ pub struct Policy {
     pub validate: ValidatePolicy,
     pub upload: UploadPolicy,
     pub results: ResultsPolicy,
+    /// `[oauth]` (issue 21 §2): the HTTP gateway as an OAuth resource server.
+    pub oauth: Option<crate::scopes::OAuthPolicy>,
 }
 
 impl Default for Policy {
@@ -303,6 +305,7 @@ impl Default for Policy {
             validate: ValidatePolicy::default(),
             upload: UploadPolicy::default(),
             results: ResultsPolicy::default(),
+            oauth: None,
         }
     }
 }
@@ -404,6 +407,9 @@ impl Policy {
         self.validate_caps()?;
         self.validate_timeouts_and_http()?;
         self.validate_lists()?;
+        if let Some((key, reason)) = self.oauth.as_ref().and_then(|o| o.refusal()) {
+            return Err(PolicyError::key_err(key, reason));
+        }
         self.validate_checkers_and_confirm()
     }
 

@@ -7,6 +7,7 @@
 //! ([`sessions`]).
 
 pub mod conns;
+pub mod oauth;
 pub mod ops;
 pub mod sessions;
 pub mod token;
@@ -59,6 +60,9 @@ pub struct HttpOptions {
     pub max_connections: usize,
     /// Most live 2025-11-25-era sessions.
     pub max_sessions: usize,
+    /// `[oauth]`: access tokens from an issuer instead of the static token (which must then
+    /// be unset).
+    pub oauth: Option<Arc<oauth::OAuth>>,
 }
 
 impl HttpOptions {
@@ -73,6 +77,7 @@ impl HttpOptions {
             header_read_timeout: Duration::from_secs(defaults.header_read_timeout_s),
             max_connections: defaults.max_connections as usize,
             max_sessions: defaults.max_sessions as usize,
+            oauth: None,
         }
     }
 }
@@ -95,7 +100,7 @@ pub enum HttpError {
 /// Check the options, then bind. Binding is separate from serving so callers (and tests) can
 /// learn the port of a `:0` listener before requests arrive.
 pub async fn bind(opts: &HttpOptions) -> Result<TcpListener, HttpError> {
-    if !opts.listen.ip().is_loopback() && opts.auth_token.is_none() {
+    if !opts.listen.ip().is_loopback() && opts.auth_token.is_none() && opts.oauth.is_none() {
         return Err(HttpError::NoTokenOffLoopback(opts.listen));
     }
     TcpListener::bind(opts.listen)
@@ -106,7 +111,8 @@ pub async fn bind(opts: &HttpOptions) -> Result<TcpListener, HttpError> {
         })
 }
 
-/// The axum app: `/mcp` behind the bearer check and rmcp's Host/Origin validation.
+/// The axum app: `/mcp` behind the bearer check (the static token, or OAuth access tokens with
+/// the resource metadata beside it) and rmcp's Host/Origin validation.
 pub fn router<H, F>(make_handler: F, opts: &HttpOptions, ct: CancellationToken) -> Router
 where
     H: ServerHandler + Send + 'static,
@@ -132,6 +138,15 @@ where
         .with_cancellation_token(ct);
     let sessions = sessions::CappedSessions::new(LocalSessionManager::default(), opts.max_sessions);
     let service = StreamableHttpService::new(move || Ok(make_handler()), sessions.into(), config);
+    if let Some(o) = &opts.oauth {
+        return Router::new()
+            .nest_service("/mcp", service)
+            .layer(middleware::from_fn_with_state(
+                (o.clone(), opts.max_body_bytes),
+                oauth::middleware,
+            ))
+            .merge(oauth::metadata_router(o.clone()));
+    }
     let auth = Arc::new(opts.auth_token.clone());
     Router::new()
         .nest_service("/mcp", service)

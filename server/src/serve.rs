@@ -137,6 +137,21 @@ pub fn http_token(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<SecretString>, String> {
     let loopback = auth.listen.ip().is_loopback();
+    // OAuth (issue 21 §2) first: with `[oauth]` the issuer's access tokens are the only
+    // credential; a static token or --no-auth beside it is a contradiction, refused.
+    if let Some(oauth) = &settings.policy.oauth {
+        if settings.policy.http.auth_token_file.is_some() || auth.no_auth {
+            return Err(
+                "[oauth] is configured, so HTTP clients present the issuer's access tokens:                  drop --auth-token-file / http.auth_token_file and --no-auth"
+                    .into(),
+            );
+        }
+        eprintln!(
+            "factory-mcp: HTTP clients must send `Authorization: Bearer <access token>` issued by {} for {}",
+            oauth.issuer, oauth.resource
+        );
+        return Ok(None);
+    }
     if let Some(path) = &settings.policy.http.auth_token_file {
         if auth.no_auth {
             return Err(
@@ -248,7 +263,18 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
                 header_read_timeout: Duration::from_secs(limits.header_read_timeout_s),
                 max_connections: limits.max_connections as usize,
                 max_sessions: limits.max_sessions as usize,
+                oauth: None,
             };
+            let mut opts = opts;
+            if let Some(policy) = settings.policy.oauth.clone() {
+                match http::oauth::OAuth::new(policy) {
+                    Ok(o) => opts.oauth = Some(Arc::new(o)),
+                    Err(e) => {
+                        eprintln!("factory-mcp: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             serve_http(server, opts, ops, page_state).await
         }
     };

@@ -193,11 +193,19 @@ pub(crate) async fn confirm(
         .ctx
         .client_capabilities()
         .is_some_and(|c| c.elicitation.as_ref().is_some_and(|e| e.url.is_some()));
-    match confirmation::channel_with_modes(
+    let channel = confirmation::channel_with_modes(
         state.policy.confirm,
         ask.action,
         client_of(call),
         url_mode,
+    );
+    // Under OAuth: only a caller holding the approving scope answers in the client.
+    let caller = crate::server::caller_of(&call.ctx);
+    match factory_policies::scopes::channel_for_caller(
+        channel,
+        caller
+            .as_ref()
+            .map(|c| c.may(factory_policies::scopes::Access::Approve)),
     ) {
         Channel::Page => crate::approval_page::ask(state, store, plan, &ask, call).await,
         Channel::NotNeeded => Ok(None),
@@ -461,8 +469,14 @@ async fn approved(
     ask: &Ask<'_>,
     via: Via,
 ) -> Result<(), ToolError> {
+    let subject = crate::audit::current_subject();
     store
-        .record_decision(&plan.id, Decision::Approved, via.as_str())
+        .record_decision_as(
+            &plan.id,
+            Decision::Approved,
+            via.as_str(),
+            subject.as_deref(),
+        )
         .await
         .map_err(|e| ToolError::unavailable(format!("cannot record the decision: {e}")))?;
     crate::meter::confirmation(crate::meter::Confirmation::Approved);

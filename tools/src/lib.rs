@@ -68,6 +68,22 @@ pub fn build_server(
 ) -> FactoryServer<AppState> {
     FactoryServer::new(state, all_tools(), enabled, INSTRUCTIONS)
         .with_resources(resources::reader())
+        .with_call_hook(Arc::new(|state, tool, subject, outcome| {
+            Box::pin(async move {
+                audit::with_subject(Some(subject), async {
+                    audit::audit(
+                        &state,
+                        tool,
+                        "call",
+                        None,
+                        None,
+                        serde_json::json!({"outcome": outcome}),
+                    )
+                    .await;
+                })
+                .await;
+            })
+        }))
 }
 
 #[cfg(test)]

@@ -101,12 +101,21 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
     }
 }
 
+/// Called after each tool call that has an authenticated subject (OAuth): the tool, the
+/// subject, and the outcome (`ok`, `error`, `input_required`, `other`).
+pub type CallHook<S> = Arc<
+    dyn Fn(Arc<S>, &'static str, Arc<str>, &'static str) -> Pin<Box<dyn Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
+
 /// The MCP server: the shared state and the tools the gate lets through.
 pub struct FactoryServer<S> {
     state: Arc<S>,
     tools: Arc<BTreeMap<&'static str, ServerTool<S>>>,
     instructions: &'static str,
     resources: Option<ResourceReader<S>>,
+    on_call: Option<CallHook<S>>,
 }
 
 impl<S> Clone for FactoryServer<S> {
@@ -116,6 +125,7 @@ impl<S> Clone for FactoryServer<S> {
             tools: self.tools.clone(),
             instructions: self.instructions,
             resources: self.resources.clone(),
+            on_call: self.on_call.clone(),
         }
     }
 }
@@ -138,7 +148,15 @@ impl<S: Send + Sync + 'static> FactoryServer<S> {
             tools: Arc::new(tools),
             instructions,
             resources: None,
+            on_call: None,
         }
+    }
+
+    /// Run `hook` after every call made for an authenticated subject (the audit log's record
+    /// of each call under OAuth).
+    pub fn with_call_hook(mut self, hook: CallHook<S>) -> Self {
+        self.on_call = Some(hook);
+        self
     }
 
     /// Serve the `factory://runs/...` resources with `reader`; they are offered only when the
@@ -319,6 +337,24 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerHandler for FactoryServer<S> 
                 self.state.redactor(),
             ));
         };
+        let caller = caller_of(&context);
+        if let Some(c) = &caller {
+            let access = tool_access_of(def.spec);
+            if !c.may(access) {
+                return Err(safe_error(
+                    McpError::invalid_request(
+                        format!(
+                            "{} needs the OAuth scope {}, which this access token does not hold: ask the authorization server for a token with it",
+                            def.spec.name,
+                            c.needed(access)
+                        ),
+                        None,
+                    ),
+                    self.state.redactor(),
+                ));
+            }
+        }
+        let subject = caller.map(|c| Arc::<str>::from(c.subject));
         let span = tracing::info_span!("tool", name = def.spec.name);
         let call = Call {
             arguments: serde_json::Value::Null,
@@ -326,10 +362,40 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerHandler for FactoryServer<S> 
             request_state: request.request_state,
             input_responses: request.input_responses,
         };
-        Ok((def.handler)(self.state.clone(), request.arguments, call)
+        let run = (def.handler)(self.state.clone(), request.arguments, call);
+        let response = crate::audit::with_subject(subject.clone(), run)
             .instrument(span)
-            .await)
+            .await;
+        if let (Some(hook), Some(subject)) = (&self.on_call, subject) {
+            let outcome = match &response {
+                CallToolResponse::Complete(r) if r.is_error == Some(true) => "error",
+                CallToolResponse::Complete(_) => "ok",
+                CallToolResponse::InputRequired(_) => "input_required",
+                _ => "other",
+            };
+            hook(self.state.clone(), def.spec.name, subject, outcome).await;
+        }
+        Ok(response)
     }
+}
+
+/// The OAuth caller the HTTP layer authenticated (`factory_server::http::oauth`), from the
+/// request parts rmcp puts into the context; `None` over stdio and with a static token.
+pub fn caller_of(context: &RequestContext<RoleServer>) -> Option<factory_policies::scopes::Caller> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<factory_policies::scopes::Caller>())
+        .cloned()
+}
+
+/// The capability a tool needs (`policies::scopes::tool_access` over its catalogue record).
+pub fn tool_access_of(spec: &ToolSpec) -> factory_policies::scopes::Access {
+    use crate::catalogue::Toolset;
+    factory_policies::scopes::tool_access(
+        matches!(spec.toolset, Toolset::Launch | Toolset::Lifecycle),
+        spec.hints.read_only,
+    )
 }
 
 /// Mark a list answer complete and, for 2026-07-28 clients, cacheable as `tools/list` is.

@@ -41,6 +41,18 @@ pub trait StateStore: Send + Sync {
         decision: Decision,
         via: &'a str,
     ) -> StoreFuture<'a, ()>;
+    /// [`StateStore::record_decision`], the audit entry naming who decided (the signed-in
+    /// person's `sub`). A backend that does not override this drops the subject.
+    fn record_decision_as<'a>(
+        &'a self,
+        plan_id: &'a str,
+        decision: Decision,
+        via: &'a str,
+        subject: Option<&'a str>,
+    ) -> StoreFuture<'a, ()> {
+        let _ = subject;
+        self.record_decision(plan_id, decision, via)
+    }
     /// The latest decision on a plan.
     fn decision<'a>(&'a self, plan_id: &'a str) -> StoreFuture<'a, Option<DecisionRecord>>;
     /// Spend a request-state nonce: `true` the first time only.
@@ -174,6 +186,17 @@ impl StateStore for Store {
         via: &'a str,
     ) -> StoreFuture<'a, ()> {
         done(Store::record_decision(self, plan_id, decision, via))
+    }
+    fn record_decision_as<'a>(
+        &'a self,
+        plan_id: &'a str,
+        decision: Decision,
+        via: &'a str,
+        subject: Option<&'a str>,
+    ) -> StoreFuture<'a, ()> {
+        done(Store::record_decision_as(
+            self, plan_id, decision, via, subject,
+        ))
     }
     fn decision<'a>(&'a self, plan_id: &'a str) -> StoreFuture<'a, Option<DecisionRecord>> {
         done(Store::decision(self, plan_id))

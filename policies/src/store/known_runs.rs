@@ -359,7 +359,7 @@ mod tests {
     }
 
     /// Review L2: a populated store written by schema 2 (before the cache) opens, migrates
-    /// to 3 and keeps its rows; the cache works in it.
+    /// to the current version and keeps its rows; the cache works in it.
     #[test]
     fn a_populated_schema_2_store_migrates() {
         let dir = tempfile::tempdir().unwrap();
@@ -381,7 +381,7 @@ mod tests {
             .conn()
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 3);
+        assert_eq!(version, crate::store::schema::SCHEMA_VERSION);
         let plans: i64 = store
             .conn()
             .query_row("SELECT count(*) FROM plans WHERE id = 'p1'", [], |r| {

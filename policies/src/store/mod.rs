@@ -210,6 +210,9 @@ pub struct AuditEvent {
     /// The decision or outcome (`approved`, `refused`, `dispatched`, `unknown_plan`, …).
     pub outcome: String,
     pub detail: serde_json::Value,
+    /// Who the action was for: the OAuth access token's or the signed-in person's `sub`
+    /// (issue 21 §2); `None` over stdio, with a static token, and for `factory-mcp approve`.
+    pub subject: Option<String>,
 }
 
 impl AuditEvent {
@@ -221,7 +224,13 @@ impl AuditEvent {
             run_id: None,
             outcome: outcome.to_owned(),
             detail: serde_json::Value::Null,
+            subject: None,
         }
+    }
+
+    pub fn subject(mut self, subject: Option<&str>) -> Self {
+        self.subject = subject.map(str::to_owned);
+        self
     }
 
     pub fn plan(mut self, plan_id: &str) -> Self {
@@ -515,6 +524,17 @@ impl Store {
         decision: Decision,
         via: &str,
     ) -> Result<(), StoreError> {
+        self.record_decision_as(plan_id, decision, via, None)
+    }
+
+    /// [`Store::record_decision`], the audit entry naming who decided (`sub`).
+    pub fn record_decision_as(
+        &self,
+        plan_id: &str,
+        decision: Decision,
+        via: &str,
+        subject: Option<&str>,
+    ) -> Result<(), StoreError> {
         self.write(|tx| {
             let digest: Option<String> = tx
                 .query_row(
@@ -539,6 +559,7 @@ impl Store {
                 tx,
                 &AuditEvent::new(via, "decide", decision.as_str())
                     .plan(plan_id)
+                    .subject(subject)
                     .detail(serde_json::json!({
                         "request_digest": digest,
                         "channel": via,
@@ -609,7 +630,7 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(|tx| {
             let mut stmt = tx.prepare(
-                "SELECT seq, at, pid, actor, action, plan_id, run_id, outcome, detail
+                "SELECT seq, at, pid, actor, action, plan_id, run_id, outcome, detail, subject
                  FROM (SELECT * FROM audit ORDER BY seq DESC LIMIT ?1) ORDER BY seq",
             )?;
             let rows = stmt.query_map([limit], |r| {
@@ -625,6 +646,7 @@ impl Store {
                             run_id: r.get(6)?,
                             outcome: r.get(7)?,
                             detail: serde_json::Value::Null,
+                            subject: r.get(9)?,
                         },
                     },
                     r.get::<_, String>(8)?,
@@ -688,8 +710,8 @@ pub(crate) fn insert_audit(
         source,
     })?;
     tx.execute(
-        "INSERT INTO audit (at, pid, actor, action, plan_id, run_id, outcome, detail)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO audit (at, pid, actor, action, plan_id, run_id, outcome, detail, subject)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             now_millis(),
             std::process::id(),
@@ -699,6 +721,7 @@ pub(crate) fn insert_audit(
             e.run_id,
             e.outcome,
             detail,
+            e.subject,
         ],
     )?;
     Ok(())

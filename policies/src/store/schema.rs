@@ -9,7 +9,7 @@ use super::StoreError;
 
 /// The schema this build writes. A database with a higher `user_version` was written by a
 /// newer factory-mcp and is refused rather than misread.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 const V1: &str = r#"
 CREATE TABLE plans (
@@ -121,6 +121,12 @@ CREATE INDEX known_runs_by_name ON known_runs(scope, name);
 CREATE INDEX known_runs_by_config ON known_runs(scope, config_digest);
 "#;
 
+/// Version 4: who each audited action was for (the OAuth `sub`, issue 21 §2); NULL for the
+/// rows before it and for local use.
+const V4: &str = r#"
+ALTER TABLE audit ADD COLUMN subject TEXT;
+"#;
+
 /// Bring the schema up to [`SCHEMA_VERSION`] inside one IMMEDIATE transaction, so that two
 /// processes opening a fresh database at once do not both create it.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -141,10 +147,71 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     if version < 3 {
         tx.execute_batch(V3)?;
     }
-    // Later versions: `if version < 4 { tx.execute_batch(V4)?; }` and so on.
+    if version < 4 {
+        // A store that already has the column (written by a build that added it) keeps it.
+        let has_subject: bool = tx
+            .prepare("SELECT 1 FROM pragma_table_info('audit') WHERE name = 'subject'")?
+            .exists([])?;
+        if !has_subject {
+            tx.execute_batch(V4)?;
+        }
+    }
+    // Later versions: `if version < 5 { tx.execute_batch(V5)?; }` and so on.
     if version != SCHEMA_VERSION {
         tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     }
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SCHEMA_VERSION;
+    use crate::store::{AuditEvent, Store};
+
+    /// A populated schema-3 store (before `audit.subject`) migrates: its rows are kept with no
+    /// subject, and new rows carry theirs.
+    #[test]
+    fn a_schema_3_audit_log_gains_the_subject_column() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store
+                .audit(&AuditEvent::new("plan_run", "plan", "planned"))
+                .unwrap();
+            store
+                .conn()
+                .execute_batch("ALTER TABLE audit DROP COLUMN subject; PRAGMA user_version = 3;")
+                .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let version: i64 = store
+            .conn()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        store
+            .audit(&AuditEvent::new("launch_run", "call", "call").subject(Some("alice")))
+            .unwrap();
+        store
+            .record_decision_as(
+                "p-none",
+                crate::store::Decision::Approved,
+                "page",
+                Some("bob"),
+            )
+            .unwrap_err();
+        let entries = store.audit_entries(10).unwrap();
+        let subjects: Vec<_> = entries
+            .iter()
+            .map(|e| (e.event.actor.as_str(), e.event.subject.as_deref()))
+            .collect();
+        assert_eq!(
+            subjects,
+            vec![("plan_run", None), ("launch_run", Some("alice"))]
+        );
+        // Opening again is a no-op.
+        drop(store);
+        Store::open(dir.path()).unwrap();
+    }
 }

@@ -37,7 +37,10 @@ pub(super) async fn dispatch(
     plan: PlanRecord,
     body: PlanBody,
 ) -> ToolResult<LaunchOut> {
-    let task = tokio::spawn(async move { dispatch_inner(&state, &plan, &body).await });
+    let subject = crate::audit::current_subject();
+    let task = tokio::spawn(crate::audit::with_subject(subject, async move {
+        dispatch_inner(&state, &plan, &body).await
+    }));
     task.await.map_err(|e| {
         refuse(format!(
             "the dispatch task failed: {e}; call launch_run again (it reconciles first)"
