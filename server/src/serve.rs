@@ -95,7 +95,8 @@ pub fn prepare(
     }
     let built = AppState::build(policy, over, &env, extra)?;
     Ok(Prepared {
-        redactor: Arc::new(Redactor::new(built.known)),
+        // One redactor for the tools and the log: its known forms are built once per start.
+        redactor: Arc::clone(&built.state.redactor),
         state: Arc::new(built.state),
         gate,
         http_token,
@@ -343,4 +344,33 @@ async fn serve_http(
     http::serve(listener, app, &opts, ct)
         .await
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "pit_shared_redactor_test_0123456789abcdef";
+
+    /// The log layer and the tools redact with the same redactor, built once per start.
+    #[test]
+    fn the_log_and_the_tools_share_one_redactor() {
+        let settings = Settings {
+            policy: factory_policies::Policy::default(),
+            config_file: None,
+        };
+        let over = PlatformOverride {
+            base_url: "http://127.0.0.1:9".into(),
+            traces_url: "http://127.0.0.1:9".into(),
+            api_key: SecretString::from(KEY),
+            frontend_url: None,
+        };
+        let prepared = prepare(&settings, Some(&over), None).expect("the state builds");
+        assert!(Arc::ptr_eq(&prepared.redactor, &prepared.state.redactor));
+        let shown = prepared
+            .redactor
+            .redact(&format!("key={KEY} "))
+            .into_owned();
+        assert!(!shown.contains(KEY), "{shown}");
+    }
 }

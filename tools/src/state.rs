@@ -113,7 +113,8 @@ pub struct AppState {
     pub policy: Policy,
     /// Refuses secret values in arguments and configs.
     pub secret_guard: SecretGuard,
-    pub redactor: Redactor,
+    /// Shared with the tracing layer (one build per start).
+    pub redactor: Arc<Redactor>,
     workspace: Result<Workspace, ToolError>,
     /// The platform is the embedded simulator: results say so.
     pub sandbox: bool,
@@ -141,7 +142,7 @@ impl AppState {
             platform: Deferred::ready(platform.map_err(ToolError::unavailable)),
             policy,
             secret_guard,
-            redactor,
+            redactor: Arc::new(redactor),
             workspace: workspace.map_err(ToolError::unavailable),
             sandbox,
             limits: Limits::default(),
@@ -231,7 +232,8 @@ pub struct PlatformOverride {
     pub frontend_url: Option<String>,
 }
 
-/// The state and the secret values it knows, for the tracing redactor.
+/// The state and the secret values it knows (its redactor, `state.redactor`, is the one to
+/// share with the tracing layer).
 pub struct Built {
     pub state: AppState,
     pub known: KnownSecrets,
@@ -392,7 +394,7 @@ impl Redact for Redactor {
 
 impl HasRedactor for AppState {
     fn redactor(&self) -> &dyn Redact {
-        &self.redactor
+        &*self.redactor
     }
     fn results_policy(&self) -> factory_policies::ResultsPolicy {
         self.policy.results

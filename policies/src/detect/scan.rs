@@ -121,6 +121,11 @@ impl Literals {
         }
     }
 
+    /// The literals, in the order they were given.
+    pub(crate) fn literals(&self) -> &[Box<[u8]>] {
+        &self.literals
+    }
+
     /// The length of literal `i`.
     pub(crate) fn len_of(&self, i: usize) -> usize {
         self.literals.get(i).map_or(0, |l| l.len())
