@@ -97,6 +97,23 @@ pub struct SettingsArgs {
     /// `upload.allow_secret_files`).
     #[arg(long)]
     pub allow_secret_file_uploads: bool,
+    // ---- shared state (issue 21) ----
+    /// The state store: `postgres://user@host:port/db` for a PostgreSQL database every replica
+    /// shares (policy key `state.url`; default: SQLite in the state directory). The password
+    /// goes in --state-password-file or FACTORY_MCP_STATE_PASSWORD, never in the URL.
+    #[arg(long, value_name = "URL")]
+    pub state_url: Option<String>,
+    /// File holding the state database's password (policy key `state.password_file`).
+    #[arg(long, value_name = "FILE")]
+    pub state_password_file: Option<PathBuf>,
+    /// Seconds a dispatch claim holds before another process may take it over (policy key
+    /// `state.dispatch_lease_seconds`; default: the create timeout + 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub dispatch_lease_seconds: Option<u64>,
+    /// For `--http`: the address people reach the server at, e.g. behind a load balancer
+    /// (policy key `http.public_url`); the approval page's links use it.
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
 }
 
 fn parse_confirm(s: &str) -> Result<ConfirmMode, String> {
@@ -180,6 +197,7 @@ fn resolve_file_paths(policy: &mut Policy, file: &Path, env: &dyn Fn(&str) -> Op
         .chain(policy.secrets.env_file.iter_mut())
         .chain(policy.http.auth_token_file.iter_mut())
         .chain(policy.validate.prime_rl_checkout.iter_mut())
+        .chain(policy.state.password_file.iter_mut())
         .for_each(fix);
 }
 
@@ -297,6 +315,14 @@ impl SettingsArgs {
         );
         policy.validate.prime_cli |= self.prime_cli_checker;
         policy.upload.allow_secret_files |= self.allow_secret_file_uploads;
+        // shared state (issue 21)
+        set_opt(&mut policy.state.url, &self.state_url);
+        set_opt(&mut policy.state.password_file, &self.state_password_file);
+        set_opt(
+            &mut policy.state.dispatch_lease_seconds,
+            &self.dispatch_lease_seconds,
+        );
+        set_opt(&mut policy.http.public_url, &self.public_url);
     }
 }
 

@@ -3,6 +3,7 @@
 //! and an rmcp client speaking either protocol era.
 #![allow(dead_code)]
 
+pub mod postgres;
 pub mod pty;
 
 use std::{path::PathBuf, time::Duration};
