@@ -50,7 +50,11 @@ impl Replica {
 
 async fn start_replica(w: &World, db: &str, extra: &[&str]) -> Replica {
     factory_platform::ensure_tls_provider();
-    let token_file = common::write_token_file(w.home.path(), "mcp-token", TOKEN);
+    // One token file for every replica of the world (the token a load balancer's clients use).
+    let token_file = w.home.path().join("mcp-token");
+    if !token_file.exists() {
+        common::write_token_file(w.home.path(), "mcp-token", TOKEN);
+    }
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_factory-mcp"))
         .args(["serve", "--http", "127.0.0.1:0", "--workspace"])
         .arg(w.workspace.path())
