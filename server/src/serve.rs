@@ -323,3 +323,22 @@ fn public_host(url: &str) -> Option<String> {
     let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::public_host;
+
+    #[test]
+    fn the_public_host_is_what_a_host_header_names() {
+        assert_eq!(
+            public_host("https://Factory.example.com/").as_deref(),
+            Some("factory.example.com")
+        );
+        assert_eq!(
+            public_host("http://gw.internal:8080/path?q").as_deref(),
+            Some("gw.internal:8080")
+        );
+        assert_eq!(public_host("https://"), None);
+        assert_eq!(public_host("nonsense"), None);
+    }
+}

@@ -393,6 +393,51 @@ mod tests {
     }
 
     #[test]
+    fn the_shared_store_comes_from_the_file_or_the_flags_and_never_holds_a_password() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let file = write(
+            tmp.path(),
+            "[state]\nurl = \"postgres://f@db/f\"\npassword_file = \"pgpass\"\n\
+             dispatch_lease_seconds = 9",
+        );
+        let file = file.to_string_lossy().into_owned();
+        let s = Settings::load(&args(&["--config", &file]), &no_env).expect("file");
+        assert_eq!(s.policy.state.url.as_deref(), Some("postgres://f@db/f"));
+        assert_eq!(
+            s.policy.state.password_file.as_deref(),
+            Some(tmp.path().join("pgpass").as_path()),
+            "relative to the policy file"
+        );
+        let s = Settings::load(
+            &args(&[
+                "--config",
+                &file,
+                "--state-url",
+                "postgres://g@other/g",
+                "--dispatch-lease-seconds",
+                "2",
+                "--public-url",
+                "https://factory.example.com",
+            ]),
+            &no_env,
+        )
+        .expect("flags");
+        assert_eq!(s.policy.state.url.as_deref(), Some("postgres://g@other/g"));
+        assert_eq!(s.policy.state.dispatch_lease_seconds, Some(2));
+        assert_eq!(
+            s.policy.http.public_url.as_deref(),
+            Some("https://factory.example.com")
+        );
+        let e = Settings::load(
+            &args(&["--state-url", "postgres://g:hunter2@other/g"]),
+            &no_env,
+        )
+        .unwrap_err();
+        assert_eq!(e.key(), Some("state.url"));
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+
+    #[test]
     fn flags_win_over_the_file() {
         let tmp = tempfile::tempdir().expect("tmp");
         let file = write(
