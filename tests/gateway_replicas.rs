@@ -185,14 +185,23 @@ async fn plan_on_one_replica_approve_on_the_shared_store_launch_on_another() {
     assert!(is_error(&before));
     let said = common::text(&before);
     assert!(said.contains("factory-mcp approve"), "{said}");
-    assert!(!said.contains("unknown plan") && !said.contains("no plan"), "{said}");
+    assert!(
+        !said.contains("unknown plan") && !said.contains("no plan"),
+        "{said}"
+    );
 
     // A person approves at a terminal against the shared store.
     let mut t = pty::approve(&[&plan_id, "--state-url", &db], w.home.path(), "");
     let code = t.code();
     t.type_in(&format!("{code}\n"));
     let done = t.finish();
-    assert_eq!(done.status.code(), Some(0), "{}\n{}", done.shown, done.stderr);
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{}\n{}",
+        done.shown,
+        done.stderr
+    );
     assert!(done.shown.contains("Approved"), "{}", done.shown);
 
     let out = launched(&r[2].client, &plan_id).await;
@@ -207,8 +216,9 @@ async fn plan_on_one_replica_approve_on_the_shared_store_launch_on_another() {
     assert_eq!(w.sandbox.create_requests(), 1);
     // The decision and the dispatch are in the shared audit log.
     let log = shared_store(&db).await.audit_entries(100).await.unwrap();
-    assert!(log.iter().any(|e| e.event.action == "decide"
-        && e.event.plan_id.as_deref() == Some(plan_id.as_str())));
+    assert!(log.iter().any(
+        |e| e.event.action == "decide" && e.event.plan_id.as_deref() == Some(plan_id.as_str())
+    ));
     assert!(log.iter().any(|e| e.event.outcome == "dispatched"));
 }
 
@@ -317,7 +327,9 @@ async fn latency_of_one_replica_on_postgres_and_on_sqlite() {
     let on_pg = start_replica(&w, &db, &common::plan_mode_args()).await;
     // The SQLite replica: the same binary without --state-url.
     let sqlite_world = World::new().await;
-    let sqlite_run = sqlite_world.create_run(0, "latency-run", 5, Some(TEAM)).await;
+    let sqlite_run = sqlite_world
+        .create_run(0, "latency-run", 5, Some(TEAM))
+        .await;
     let on_sqlite = {
         factory_platform::ensure_tls_provider();
         let token_file = common::write_token_file(sqlite_world.home.path(), "mcp-token", TOKEN);
@@ -357,7 +369,10 @@ async fn latency_of_one_replica_on_postgres_and_on_sqlite() {
             .expect("client");
         Replica { child, client }
     };
-    for (label, replica, run) in [("postgres", &on_pg, &run_id), ("sqlite", &on_sqlite, &sqlite_run)] {
+    for (label, replica, run) in [
+        ("postgres", &on_pg, &run_id),
+        ("sqlite", &on_sqlite, &sqlite_run),
+    ] {
         for (tool, n) in [("get_run", 200usize), ("plan_run", 50)] {
             let mut times = Vec::with_capacity(n);
             for i in 0..n + 5 {

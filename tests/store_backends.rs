@@ -119,7 +119,10 @@ async fn postgres_migrations_are_safe_for_replicas_and_refuse_a_newer_schema() {
     for s in &opened {
         assert!(s.is_ok(), "{:?}", s.as_ref().err());
     }
-    assert_eq!(pg.psql(&url, "SELECT count(*) FROM factory_mcp_schema"), "1");
+    assert_eq!(
+        pg.psql(&url, "SELECT count(*) FROM factory_mcp_schema"),
+        "1"
+    );
     assert_eq!(
         opened[0].as_ref().unwrap().schema_version().await.unwrap(),
         1
@@ -128,9 +131,15 @@ async fn postgres_migrations_are_safe_for_replicas_and_refuse_a_newer_schema() {
     let e = PgStore::connect(&PgOptions::new(&url, None))
         .await
         .unwrap_err();
-    assert!(matches!(e, StoreError::NewerSchema { found: 99, .. }), "{e}");
+    assert!(
+        matches!(e, StoreError::NewerSchema { found: 99, .. }),
+        "{e}"
+    );
     assert!(e.to_string().contains("upgrade factory-mcp"), "{e}");
-    let with_pw = format!("postgres://{}:hunter2@127.0.0.1:{}/postgres", pg.user, pg.port);
+    let with_pw = format!(
+        "postgres://{}:hunter2@127.0.0.1:{}/postgres",
+        pg.user, pg.port
+    );
     let e = PgStore::connect(&PgOptions::new(&with_pw, None))
         .await
         .unwrap_err()
@@ -151,9 +160,17 @@ async fn plans_come_back_as_stored_and_cannot_be_replaced(b: &Backend) {
     s.put_plan(&p).await.unwrap();
     let back = s.get_plan("plan_a").await.unwrap().unwrap();
     // Milliseconds are what both backends keep.
-    assert_eq!(back.created_at.timestamp_millis(), p.created_at.timestamp_millis());
     assert_eq!(
-        (back.id.as_str(), back.summary_text.as_str(), &back.body, &back.owner),
+        back.created_at.timestamp_millis(),
+        p.created_at.timestamp_millis()
+    );
+    assert_eq!(
+        (
+            back.id.as_str(),
+            back.summary_text.as_str(),
+            &back.body,
+            &back.owner
+        ),
         ("plan_a", p.summary_text.as_str(), &p.body, &p.owner)
     );
     assert_eq!(
@@ -204,7 +221,10 @@ async fn plans_are_found_by_digest_and_by_file_or_name(b: &Backend) {
     assert_eq!(prev("a.toml", "z").await.as_deref(), Some("plan_1"));
     assert_eq!(prev("q.toml", "x").await.as_deref(), Some("plan_3"));
     assert_eq!(prev("q.toml", "q").await, None);
-    assert_eq!(s.previous_related_plan(&now, None, None).await.unwrap(), None);
+    assert_eq!(
+        s.previous_related_plan(&now, None, None).await.unwrap(),
+        None
+    );
 }
 
 async fn a_decision_needs_a_plan_the_latest_wins_and_each_is_audited(b: &Backend) {
@@ -214,7 +234,9 @@ async fn a_decision_needs_a_plan_the_latest_wins_and_each_is_audited(b: &Backend
         .await
         .unwrap_err();
     assert!(matches!(e, StoreError::UnknownPlan(_)), "{e}");
-    s.put_plan(&plan("plan_d", "c", 0, json!({}))).await.unwrap();
+    s.put_plan(&plan("plan_d", "c", 0, json!({})))
+        .await
+        .unwrap();
     assert!(s.decision("plan_d").await.unwrap().is_none());
     s.record_decision("plan_d", Decision::Refused, "form")
         .await
@@ -321,22 +343,33 @@ async fn racing_claims_of_one_plan_give_exactly_one_dispatch(b: &Backend) {
 
 async fn a_dispatched_plan_keeps_its_run(b: &Backend) {
     let s = b.open().await;
-    let e = s.mark_dispatched("plan_n", "run", &json!({})).await.unwrap_err();
+    let e = s
+        .mark_dispatched("plan_n", "run", &json!({}))
+        .await
+        .unwrap_err();
     assert!(matches!(e, StoreError::NotClaimed { .. }), "{e}");
     assert!(s.claim_dispatch("plan_k", LONG).await.unwrap().is_claimed());
     s.mark_dispatched("plan_k", "run_1", &json!({"price": 2.5}))
         .await
         .unwrap();
     // The same run again is harmless; a different outcome is refused.
-    s.mark_dispatched("plan_k", "run_1", &json!({})).await.unwrap();
+    s.mark_dispatched("plan_k", "run_1", &json!({}))
+        .await
+        .unwrap();
     let e = s.mark_failed("plan_k", "late").await.unwrap_err();
     assert!(matches!(e, StoreError::Settled { .. }), "{e}");
-    let e = s.mark_dispatched("plan_k", "run_2", &json!({})).await.unwrap_err();
+    let e = s
+        .mark_dispatched("plan_k", "run_2", &json!({}))
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("run_1"), "{e}");
     match b.open().await.claim_dispatch("plan_k", LONG).await.unwrap() {
         Claim::Existing(rec) => match rec.state {
             DispatchState::Dispatched { run_id, details } => {
-                assert_eq!((run_id.as_str(), &details), ("run_1", &json!({"price": 2.5})));
+                assert_eq!(
+                    (run_id.as_str(), &details),
+                    ("run_1", &json!({"price": 2.5}))
+                );
             }
             other => panic!("{other:?}"),
         },
@@ -376,7 +409,12 @@ async fn take_over_needs_an_expired_lease_and_succeeds_once(b: &Backend) {
     let e = s.take_over("plan_t0", LONG).await.unwrap_err();
     assert!(matches!(e, StoreError::NotClaimed { .. }), "{e}");
     // A live lease is not taken over.
-    assert!(s.claim_dispatch("plan_live", LONG).await.unwrap().is_claimed());
+    assert!(
+        s.claim_dispatch("plan_live", LONG)
+            .await
+            .unwrap()
+            .is_claimed()
+    );
     assert!(!s.take_over("plan_live", LONG).await.unwrap().is_claimed());
     // An expired lease (a zero lease is over at once) is taken over by exactly one.
     assert!(
@@ -401,7 +439,9 @@ async fn take_over_needs_an_expired_lease_and_succeeds_once(b: &Backend) {
         other => panic!("{other:?}"),
     }
     // A settled record is not taken over.
-    s.mark_dispatched("plan_t", "run_t", &json!({})).await.unwrap();
+    s.mark_dispatched("plan_t", "run_t", &json!({}))
+        .await
+        .unwrap();
     assert!(!s.take_over("plan_t", LONG).await.unwrap().is_claimed());
 }
 
@@ -436,8 +476,12 @@ async fn a_volume_is_created_at_most_once(b: &Backend) {
             .unwrap()
             .is_claimed()
     );
-    s.mark_volume_unknown("personal", "vol", "timeout").await.unwrap();
-    s.mark_volume_failed("personal", "vol", "none found").await.unwrap();
+    s.mark_volume_unknown("personal", "vol", "timeout")
+        .await
+        .unwrap();
+    s.mark_volume_failed("personal", "vol", "none found")
+        .await
+        .unwrap();
     assert!(
         s.claim_volume_create("personal", "vol", LONG)
             .await
@@ -448,7 +492,9 @@ async fn a_volume_is_created_at_most_once(b: &Backend) {
 
 async fn a_page_token_is_spent_once(b: &Backend) {
     let s = b.open().await;
-    s.put_plan(&plan("plan_p", "c", 0, json!({}))).await.unwrap();
+    s.put_plan(&plan("plan_p", "c", 0, json!({})))
+        .await
+        .unwrap();
     let now = Utc::now();
     let t = PageTokenRecord {
         plan_id: "plan_p".into(),
@@ -460,11 +506,21 @@ async fn a_page_token_is_spent_once(b: &Backend) {
     };
     let d = secret_digest("tok");
     s.put_page_token(&d, &t).await.unwrap();
-    assert!(s.page_token(&secret_digest("other")).await.unwrap().is_none());
+    assert!(
+        s.page_token(&secret_digest("other"))
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(s.page_token(&d).await.unwrap().unwrap().plan_id, "plan_p");
     assert!(s.bind_page_cookie(&d, "cookie").await.unwrap());
     assert_eq!(
-        s.page_token(&d).await.unwrap().unwrap().cookie_digest.as_deref(),
+        s.page_token(&d)
+            .await
+            .unwrap()
+            .unwrap()
+            .cookie_digest
+            .as_deref(),
         Some("cookie")
     );
     let handles = join_all((0..4).map(|_| b.open())).await;
@@ -511,9 +567,14 @@ async fn the_run_list_cache_keeps_what_was_read(b: &Backend) {
     s.put_known_runs("scope", &runs, &[], Some(mark))
         .await
         .unwrap();
-    s.put_known_runs("other", &[known("r9", 1, "RUNNING", "alpha", "d1")], &[], None)
-        .await
-        .unwrap();
+    s.put_known_runs(
+        "other",
+        &[known("r9", 1, "RUNNING", "alpha", "d1")],
+        &[],
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(s.known_runs_mark("scope").await.unwrap(), Some(mark));
     let ids = |v: Vec<KnownRun>| v.into_iter().map(|r| r.run_id).collect::<Vec<_>>();
     let q = |f: fn(&mut KnownRunsQuery)| {
@@ -522,7 +583,10 @@ async fn the_run_list_cache_keeps_what_was_read(b: &Backend) {
         q
     };
     assert_eq!(
-        ids(s.known_runs("scope", &q(|q| q.watched = true)).await.unwrap()),
+        ids(s
+            .known_runs("scope", &q(|q| q.watched = true))
+            .await
+            .unwrap()),
         ["r2"]
     );
     assert_eq!(
@@ -555,10 +619,20 @@ async fn the_run_list_cache_keeps_what_was_read(b: &Backend) {
             .is_empty()
     );
     // Runs this server dispatched.
-    assert!(s.claim_dispatch("plan_kr", LONG).await.unwrap().is_claimed());
-    s.mark_dispatched("plan_kr", "r3", &json!({})).await.unwrap();
+    assert!(
+        s.claim_dispatch("plan_kr", LONG)
+            .await
+            .unwrap()
+            .is_claimed()
+    );
+    s.mark_dispatched("plan_kr", "r3", &json!({}))
+        .await
+        .unwrap();
     assert_eq!(
-        ids(s.known_runs("scope", &q(|q| q.dispatched = true)).await.unwrap()),
+        ids(s
+            .known_runs("scope", &q(|q| q.dispatched = true))
+            .await
+            .unwrap()),
         ["r3"]
     );
     // An update, a removal, and the mark moving.
@@ -576,7 +650,10 @@ async fn the_run_list_cache_keeps_what_was_read(b: &Backend) {
     .await
     .unwrap();
     let all = s
-        .known_runs("scope", &q(|q| q.config_digests = vec!["d1".into(), "d2".into()]))
+        .known_runs(
+            "scope",
+            &q(|q| q.config_digests = vec!["d1".into(), "d2".into()]),
+        )
         .await
         .unwrap();
     assert_eq!(ids(all.clone()), ["r2", "r3"]);

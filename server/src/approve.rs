@@ -62,7 +62,12 @@ pub struct ApproveArgs {
     /// The shared state database of a gateway (`postgres://user@host:port/db`, as the
     /// server's `[state] url`); the password from --state-password-file or
     /// FACTORY_MCP_STATE_PASSWORD. Replaces --state-dir.
-    #[arg(long, value_name = "URL", env = "FACTORY_MCP_STATE_URL", conflicts_with = "state_dir")]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "FACTORY_MCP_STATE_URL",
+        conflicts_with = "state_dir"
+    )]
     pub state_url: Option<String>,
     /// File holding the state database's password.
     #[arg(long, value_name = "FILE")]

@@ -100,7 +100,8 @@ pub fn prepare(
         (None, Some(lease)) => {
             let dir = factory_policies::store::Store::default_dir(&env);
             built.state.with_store_on_first_use(move || {
-                let dir = dir.ok_or("set XDG_STATE_HOME or HOME so the server has a state directory")?;
+                let dir =
+                    dir.ok_or("set XDG_STATE_HOME or HOME so the server has a state directory")?;
                 factory_policies::store::Store::open(&dir)
                     .map(|s| Arc::new(s.with_dispatch_lease(Some(lease))))
                     .map_err(|e| e.to_string())
@@ -287,7 +288,9 @@ async fn serve_http(
         Some(url) => url.trim_end_matches('/').to_string(),
         None => format!("http://{page_addr}"),
     };
-    state.page.install(Arc::new(crate::page::SameServer(origin)));
+    state
+        .page
+        .install(Arc::new(crate::page::SameServer(origin)));
     let mut page_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
     if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
         page_hosts.push(page_addr.ip().to_string());

@@ -42,7 +42,10 @@ fn bindir() -> PathBuf {
         .arg("--bindir")
         .output()
         .unwrap_or_else(|e| panic!("pg_config did not run ({e}). {INSTALL_HINT}"));
-    assert!(out.status.success(), "pg_config --bindir failed. {INSTALL_HINT}");
+    assert!(
+        out.status.success(),
+        "pg_config --bindir failed. {INSTALL_HINT}"
+    );
     let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     for tool in ["initdb", "pg_ctl", "postgres"] {
         assert!(
@@ -129,7 +132,9 @@ impl Postgres {
             "-k {} -c listen_addresses=127.0.0.1 -p {port} -c fsync=off -c max_connections=200",
             dir.path().display()
         );
-        let out = run(&[&pg_ctl, "-D", &data_s, "-l", &log, "-o", &opts, "-w", "start"]);
+        let out = run(&[
+            &pg_ctl, "-D", &data_s, "-l", &log, "-o", &opts, "-w", "start",
+        ]);
         assert!(
             out.status.success(),
             "pg_ctl start failed: {}{}\nlog: {}",
@@ -164,7 +169,14 @@ impl Postgres {
         );
         let psql = self.bindir.join("psql");
         let out = Command::new(&psql)
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", &self.user])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                &self.user,
+            ])
             .args(["-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c"])
             .arg(format!("CREATE DATABASE {name}"))
             .stdin(Stdio::null())
@@ -186,7 +198,14 @@ impl Postgres {
             .and_then(|s| s.split('?').next())
             .unwrap_or("postgres");
         let out = Command::new(self.bindir.join("psql"))
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", &self.user])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                &self.user,
+            ])
             .args(["-d", db, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
             .stdin(Stdio::null())
             .output()

@@ -361,7 +361,12 @@ fn mark(
 pub(super) fn mark_values<'a>(
     kind: Kind,
     to: &'a Mark<'a>,
-) -> (&'static str, Option<&'a str>, Option<&'a str>, Option<&'a str>) {
+) -> (
+    &'static str,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+) {
     match to {
         Mark::Done { run_id, details } => (kind.done(), *run_id, None, details.as_deref()),
         Mark::Unknown(reason) => ("unknown", None, Some(*reason), None),

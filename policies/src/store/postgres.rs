@@ -53,10 +53,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use secrecy::{ExposeSecret, SecretSlice, SecretString};
 use tokio::sync::OnceCell;
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row as PgRow;
 
 use super::backend::{StateStore, StoreFuture};
@@ -517,7 +517,12 @@ impl PgStore {
                          OR ($4::text IS NOT NULL AND body::jsonb ->> 'run_name' = $4))
                      ORDER BY created_at DESC, id DESC LIMIT 1"
                 ),
-                &[&plan.id, &to_millis(plan.created_at), &config_path, &run_name],
+                &[
+                    &plan.id,
+                    &to_millis(plan.created_at),
+                    &config_path,
+                    &run_name,
+                ],
             )
             .await
             .map_err(pg)?
@@ -536,7 +541,10 @@ impl PgStore {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg)?;
         let digest: Option<String> = tx
-            .query_opt("SELECT request_digest FROM plans WHERE id = $1", &[&plan_id])
+            .query_opt(
+                "SELECT request_digest FROM plans WHERE id = $1",
+                &[&plan_id],
+            )
             .await
             .map_err(pg)?
             .map(|r| r.get(0));
@@ -935,9 +943,7 @@ impl PgStore {
     async fn known_runs_mark_(&self, scope: &str) -> Result<Option<RunsMark>, StoreError> {
         let client = self.client().await?;
         let stmt = client
-            .prepare_cached(
-                "SELECT complete, watermark_ms FROM known_run_scopes WHERE scope = $1",
-            )
+            .prepare_cached("SELECT complete, watermark_ms FROM known_run_scopes WHERE scope = $1")
             .await
             .map_err(pg)?;
         Ok(client
@@ -1200,9 +1206,9 @@ impl StateStore for PgStore {
         Box::pin(self.audit_entries_(limit))
     }
     fn claim_dispatch<'a>(&'a self, plan_id: &'a str, lease: Duration) -> StoreFuture<'a, Claim> {
-        Box::pin(async move {
-            to_dispatch_claim(self.claim(Kind::Dispatch, plan_id, "", lease).await?)
-        })
+        Box::pin(
+            async move { to_dispatch_claim(self.claim(Kind::Dispatch, plan_id, "", lease).await?) },
+        )
     }
     fn take_over<'a>(&'a self, plan_id: &'a str, lease: Duration) -> StoreFuture<'a, Claim> {
         Box::pin(async move {
@@ -1216,8 +1222,7 @@ impl StateStore for PgStore {
         details: &'a serde_json::Value,
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let details =
-                serde_json::to_string(details).map_err(json_err("dispatch details"))?;
+            let details = serde_json::to_string(details).map_err(json_err("dispatch details"))?;
             self.mark(
                 Kind::Dispatch,
                 plan_id,
@@ -1353,7 +1358,9 @@ mod tests {
 
     #[test]
     fn a_password_in_the_url_is_refused_with_where_to_put_it() {
-        let e = check_url("postgres://u:hunter2@db:5432/f").unwrap_err().to_string();
+        let e = check_url("postgres://u:hunter2@db:5432/f")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("password_file"), "{e}");
         assert!(e.contains("FACTORY_MCP_STATE_PASSWORD"), "{e}");
         assert!(!e.contains("hunter2"), "{e}");
