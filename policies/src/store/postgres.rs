@@ -295,34 +295,18 @@ fn json_err(what: &'static str) -> impl FnOnce(serde_json::Error) -> StoreError 
     move |source| StoreError::Json { what, source }
 }
 
-fn tls_connector() -> tokio_postgres_rustls::MakeRustlsConnect {
+/// TLS for `sslmode=prefer|require`: rustls on the `ring` provider, the web's root
+/// certificates, the server's name verified.
+fn tls_connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map(|b| b.with_root_certificates(roots).with_no_client_auth())
-        // The ring provider supports the default versions; an error here is a build defect.
-        .unwrap_or_else(|_| {
-            rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map(|b| {
-                b.with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth()
-            })
-            .unwrap_or_else(|_| unreachable_config())
-        });
-    tokio_postgres_rustls::MakeRustlsConnect::new(config)
-}
-
-#[cold]
-fn unreachable_config() -> rustls::ClientConfig {
-    // Never reached with the ring provider (it supports TLS 1.3); kept total, not panicking.
-    rustls::ClientConfig::builder()
-        .with_root_certificates(rustls::RootCertStore::empty())
-        .with_no_client_auth()
+        .map_err(|e| StoreError::Config(format!("TLS set-up for the state database: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 impl PgStore {
@@ -346,7 +330,7 @@ impl PgStore {
             tokio_postgres::config::SslMode::Disable => {
                 Manager::from_config(config, tokio_postgres::NoTls, manager_config)
             }
-            _ => Manager::from_config(config, tls_connector(), manager_config),
+            _ => Manager::from_config(config, tls_connector()?, manager_config),
         };
         let pool = Pool::builder(manager)
             .max_size(opts.pool_size.max(1))
@@ -1377,6 +1361,6 @@ mod tests {
 
     #[test]
     fn the_tls_connector_builds_on_ring() {
-        let _ = tls_connector();
+        assert!(tls_connector().is_ok());
     }
 }
