@@ -87,6 +87,14 @@ pub const NEEDS_TERMINAL: &str = "approve needs a person at a terminal";
 
 /// Run the subcommand: ask on the controlling terminal, or refuse without one.
 pub fn run(args: ApproveArgs) -> ExitCode {
+    if args.page && args.state_url.is_some() {
+        eprintln!(
+            "factory-mcp approve: --page serves the page from this machine's SQLite store; with \
+             a shared store (--state-url) approve here with the code, or on the gateway's own \
+             approval page. Nothing was recorded."
+        );
+        return ExitCode::from(EXIT_UNUSABLE);
+    }
     if args.page {
         // The page's address goes to the controlling terminal only (the same rule as below).
         return ExitCode::from(crate::page::approve_on_page(&args));

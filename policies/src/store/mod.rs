@@ -14,7 +14,8 @@
 //!
 //! Secrets: the store never receives a secret value. Plans hold secret *names* and digests;
 //! the request-state key is the only sensitive material here and lives in its own
-//! owner-only file, never in the database.
+//! owner-only file, never in the SQLite database. (The PostgreSQL backend, `postgres.rs`,
+//! keeps it in the shared database instead, so that every replica of a gateway has it.)
 
 mod backend;
 mod journal;
