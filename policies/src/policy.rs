@@ -116,6 +116,10 @@ pub struct HttpPolicy {
     /// How long `/readyz` keeps its answer, in milliseconds (so a load balancer polling it
     /// cannot hammer the platform); 0 probes on every request.
     pub ready_cache_ms: u64,
+    /// The address people reach this server at (`https://factory.example.com`), when it is
+    /// not the listening address — replicas behind one load balancer or reverse proxy. The
+    /// approval page's links use it, and its host passes the page's Host check.
+    pub public_url: Option<String>,
 }
 
 impl HttpPolicy {
@@ -136,7 +140,35 @@ impl Default for HttpPolicy {
             metrics_listen: None,
             metrics_token_file: None,
             ready_cache_ms: HttpPolicy::DEFAULT_READY_CACHE_MS,
+            public_url: None,
         }
+    }
+}
+
+/// `[state]`: where durable state lives. Absent `url`: the SQLite database in the state
+/// directory (one machine). `url = "postgres://user@host:port/db"`: a PostgreSQL database
+/// every replica of a gateway shares. The password is never in the URL: `password_file`, or
+/// the `FACTORY_MCP_STATE_PASSWORD` environment variable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StatePolicy {
+    pub url: Option<String>,
+    /// A file holding the database password (readable by the server's user only).
+    pub password_file: Option<PathBuf>,
+    /// How long a dispatch claim holds before another process may take it over (default:
+    /// the create timeout + 30 s).
+    pub dispatch_lease_seconds: Option<u64>,
+}
+
+impl StatePolicy {
+    /// Whether `url` is refused, and why (a password in it; not PostgreSQL).
+    pub fn check_url(url: &str) -> Result<(), String> {
+        crate::store::postgres::check_url(url)
+            .map(|_| ())
+            .map_err(|e| match e {
+                crate::store::StoreError::Config(why) => why,
+                other => other.to_string(),
+            })
     }
 }
 
@@ -269,6 +301,7 @@ pub struct Policy {
     /// Hide destructive tools.
     pub disable_destructive: bool,
     pub http: HttpPolicy,
+    pub state: StatePolicy,
     pub platform: PlatformTimeouts,
     pub guard: GuardPolicy,
     pub validate: ValidatePolicy,
@@ -300,6 +333,7 @@ impl Default for Policy {
             tools: None,
             disable_destructive: false,
             http: HttpPolicy::default(),
+            state: StatePolicy::default(),
             platform: PlatformTimeouts::default(),
             guard: GuardPolicy::default(),
             validate: ValidatePolicy::default(),
@@ -403,6 +437,7 @@ impl Policy {
     /// The checks that do not depend on the catalogue: caps positive and finite, timeouts
     /// and plan lifetime in range, and `confirm = "plan"` only with both cost caps.
     pub fn validate(&self) -> Result<(), PolicyError> {
+        self.validate_state()?;
         self.validate_guard()?;
         self.validate_caps()?;
         self.validate_timeouts_and_http()?;
@@ -411,6 +446,35 @@ impl Policy {
             return Err(PolicyError::key_err(key, reason));
         }
         self.validate_checkers_and_confirm()
+    }
+
+    /// `[state]` and `http.public_url`: a PostgreSQL URL without a password; a lease in range;
+    /// an http(s) public address.
+    fn validate_state(&self) -> Result<(), PolicyError> {
+        if let Some(url) = &self.state.url {
+            StatePolicy::check_url(url).map_err(|why| PolicyError::key_err("state.url", why))?;
+        }
+        if let Some(s) = self.state.dispatch_lease_seconds
+            && !(1..=MAX_TIMEOUT_S).contains(&s)
+        {
+            return Err(PolicyError::key_err(
+                "state.dispatch_lease_seconds",
+                format!("must be between 1 and {MAX_TIMEOUT_S} seconds, got {s}"),
+            ));
+        }
+        if let Some(u) = &self.http.public_url {
+            let ok = (u.starts_with("https://") || u.starts_with("http://"))
+                && u.len() < 2048
+                && !u.chars().any(|c| c.is_control() || c.is_whitespace());
+            if !ok {
+                return Err(PolicyError::key_err(
+                    "http.public_url",
+                    "must be an http:// or https:// address without spaces, e.g. \
+                     https://factory.example.com",
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// `[guard]`: positive limits, a sane sweep interval.

@@ -200,3 +200,40 @@ fn tool_names_are_checked_against_the_catalogue() {
     assert_eq!(err.key(), Some("toolsets"));
     assert!(err.to_string().contains("bogus"));
 }
+
+#[test]
+fn the_state_url_never_holds_a_password_and_the_lease_and_public_url_are_checked() {
+    let p = Policy::from_toml_str(
+        "[state]\nurl = \"postgres://factory@db:5432/factory?sslmode=require\"\n\
+         password_file = \"/etc/factory/pgpass\"\ndispatch_lease_seconds = 5\n\
+         [http]\npublic_url = \"https://factory.example.com\"",
+    )
+    .expect("a shared store");
+    assert_eq!(p.state.dispatch_lease_seconds, Some(5));
+    assert_eq!(
+        p.http.public_url.as_deref(),
+        Some("https://factory.example.com")
+    );
+    let refused =
+        Policy::from_toml_str("[state]\nurl = \"postgres://factory:hunter2@db/f\"").unwrap_err();
+    let said = refused.to_string();
+    assert_eq!(refused.key(), Some("state.url"));
+    assert!(
+        said.contains("password_file") && said.contains("FACTORY_MCP_STATE_PASSWORD"),
+        "{said}"
+    );
+    assert!(!said.contains("hunter2"), "{said}");
+    for (text, key) in [
+        ("[state]\nurl = \"mysql://db/f\"", "state.url"),
+        (
+            "[state]\ndispatch_lease_seconds = 0",
+            "state.dispatch_lease_seconds",
+        ),
+        (
+            "[http]\npublic_url = \"factory.example.com\"",
+            "http.public_url",
+        ),
+    ] {
+        assert_eq!(key_of(text), key, "{text}");
+    }
+}

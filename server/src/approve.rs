@@ -28,12 +28,15 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use factory_policies::{
     confirmation::Via,
+    policy::StatePolicy,
     store::{
-        AuditEvent, DB_FILE, Decision, DecisionRecord, DispatchState, PlanRecord, Store, StoreError,
+        AuditEvent, DB_FILE, Decision, DecisionRecord, DispatchRecord, DispatchState, PlanRecord,
+        StateStore, Store, StoreError,
     },
     summary::{self, Summary, SummaryKind},
 };
@@ -56,6 +59,19 @@ pub struct ApproveArgs {
     /// ~/.local/state/factory-mcp]; must match the server's.
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// The shared state database of a gateway (`postgres://user@host:port/db`, as the
+    /// server's `[state] url`); the password from --state-password-file or
+    /// FACTORY_MCP_STATE_PASSWORD. Replaces --state-dir.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "FACTORY_MCP_STATE_URL",
+        conflicts_with = "state_dir"
+    )]
+    pub state_url: Option<String>,
+    /// File holding the state database's password.
+    #[arg(long, value_name = "FILE")]
+    pub state_password_file: Option<PathBuf>,
 }
 
 const EXIT_APPROVED: u8 = 0;
@@ -71,6 +87,14 @@ pub const NEEDS_TERMINAL: &str = "approve needs a person at a terminal";
 
 /// Run the subcommand: ask on the controlling terminal, or refuse without one.
 pub fn run(args: ApproveArgs) -> ExitCode {
+    if args.page && args.state_url.is_some() {
+        eprintln!(
+            "factory-mcp approve: --page serves the page from this machine's SQLite store; with \
+             a shared store (--state-url) approve here with the code, or on the gateway's own \
+             approval page. Nothing was recorded."
+        );
+        return ExitCode::from(EXIT_UNUSABLE);
+    }
     if args.page {
         // The page's address goes to the controlling terminal only (the same rule as below).
         return ExitCode::from(crate::page::approve_on_page(&args));
@@ -172,6 +196,8 @@ enum ApproveError {
         .0.display()
     )]
     NotAllowed(PathBuf),
+    #[error("{0}")]
+    Shared(String),
 }
 
 fn when(t: DateTime<Utc>) -> String {
@@ -212,9 +238,59 @@ impl Kind {
     }
 }
 
+/// Wait for a store call. `approve` is a short synchronous command: inside the binary's
+/// runtime it blocks this worker (`block_in_place`); the SQLite store's answers are ready at
+/// once and need no runtime at all.
+fn wait<F: std::future::Future>(f: F) -> F::Output {
+    use futures::FutureExt;
+    let mut f = std::pin::pin!(f);
+    if let Some(out) = f.as_mut().now_or_never() {
+        return out;
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| h.block_on(f))
+        }
+        _ => match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt.block_on(f),
+            // No runtime can be built: a resource limit; nothing sensible to wait with.
+            Err(e) => panic!("approve: cannot start an async runtime: {e}"),
+        },
+    }
+}
+
+/// The store `approve` decides in (the server's SQLite database, or the shared one), with
+/// synchronous calls.
+struct Db {
+    store: Arc<dyn StateStore>,
+    /// Where it is, for messages (a directory, or "the shared state database").
+    place: String,
+}
+
+impl Db {
+    fn get_plan(&self, id: &str) -> Result<Option<PlanRecord>, StoreError> {
+        wait(self.store.get_plan(id))
+    }
+    fn decision(&self, id: &str) -> Result<Option<DecisionRecord>, StoreError> {
+        wait(self.store.decision(id))
+    }
+    fn dispatch(&self, id: &str) -> Result<Option<DispatchRecord>, StoreError> {
+        wait(self.store.dispatch(id))
+    }
+    fn audit(&self, e: &AuditEvent) -> Result<(), StoreError> {
+        wait(self.store.audit(e))
+    }
+    fn record_decision(&self, id: &str, d: Decision, via: &str) -> Result<(), StoreError> {
+        wait(self.store.record_decision(id, d, via))
+    }
+}
+
 /// The open store and the plan id being decided, with the audit writer.
 struct Ctx<'a> {
-    store: &'a Store,
+    store: &'a Db,
     id: &'a str,
 }
 
@@ -292,7 +368,22 @@ fn open_store(
     args: &ApproveArgs,
     env: &dyn Fn(&str) -> Option<String>,
     id: &str,
-) -> Result<Option<Store>, ApproveError> {
+) -> Result<Option<Db>, ApproveError> {
+    if let Some(url) = &args.state_url {
+        let state = StatePolicy {
+            url: Some(url.clone()),
+            password_file: args.state_password_file.clone(),
+            dispatch_lease_seconds: None,
+        };
+        StatePolicy::check_url(url).map_err(ApproveError::Shared)?;
+        let shared = wait(crate::state_store::open_shared(&state, env))
+            .map_err(ApproveError::Shared)?
+            .ok_or_else(|| ApproveError::Shared("no state URL".into()))?;
+        return Ok(Some(Db {
+            store: shared.store,
+            place: "the shared state database".into(),
+        }));
+    }
     let dir = match &args.state_dir {
         Some(dir) => dir.clone(),
         None => Store::default_dir(env).ok_or(ApproveError::NoStateDir)?,
@@ -311,7 +402,10 @@ fn open_store(
             );
             Ok(None)
         }
-        Ok(true) | Err(_) => Ok(Some(Store::open(&dir)?)),
+        Ok(true) | Err(_) => Ok(Some(Db {
+            store: Arc::new(Store::open(&dir)?),
+            place: dir.display().to_string(),
+        })),
     }
 }
 
@@ -322,8 +416,7 @@ fn find_plan(ctx: &Ctx<'_>) -> Result<Option<PlanRecord>, ApproveError> {
         eprintln!(
             "factory-mcp approve: no plan {} in {}: check the id (plan_run returns it) and that \
              this is the server's state directory (--state-dir)",
-            ctx.id,
-            ctx.store.dir().display()
+            ctx.id, ctx.store.place
         );
     }
     Ok(plan)
@@ -542,7 +635,7 @@ fn record(
 }
 
 /// Why an approval is no longer valid after the answer (the person may have taken a while).
-fn changed_since_shown(store: &Store, shown: &PlanRecord) -> Result<Option<String>, StoreError> {
+fn changed_since_shown(store: &Db, shown: &PlanRecord) -> Result<Option<String>, StoreError> {
     let id = &shown.id;
     let Some(plan) = store.get_plan(id)? else {
         return Ok(Some(format!("plan {id} is gone")));

@@ -47,7 +47,20 @@ pub async fn run(args: GuardArgs) -> ExitCode {
             .unwrap_or(60)
             .clamp(1, 86_400),
     );
-    let built = match AppState::build(settings.policy.clone(), None, &env, KnownSecrets::new()) {
+    // The shared store of a gateway when the settings name one (its journal says which runs
+    // were launched through it).
+    let shared = match crate::state_store::open_shared(&settings.policy.state, &env).await {
+        Ok(shared) => shared,
+        Err(e) => {
+            eprintln!("factory-mcp guard: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut known = KnownSecrets::new();
+    if let Some(pw) = shared.as_ref().and_then(|s| s.password.as_ref()) {
+        known.add(crate::state_store::PASSWORD_ENV, pw);
+    }
+    let built = match AppState::build(settings.policy.clone(), None, &env, known) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("factory-mcp guard: {e}");
@@ -55,7 +68,10 @@ pub async fn run(args: GuardArgs) -> ExitCode {
         }
     };
     let _ = crate::tracing_setup::init(0, std::sync::Arc::new(Redactor::new(built.known.clone())));
-    let state = built.state;
+    let state = match shared {
+        Some(shared) => built.state.with_state_store(shared.store),
+        None => built.state,
+    };
     if let Err(e) = state.platform() {
         eprintln!("factory-mcp guard: {e}");
         return ExitCode::from(2);

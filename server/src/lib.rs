@@ -9,4 +9,5 @@ pub mod http;
 pub mod page;
 pub mod serve;
 pub mod settings;
+pub mod state_store;
 pub mod tracing_setup;

@@ -72,6 +72,7 @@ pub fn prepare(
     settings: &Settings,
     over: Option<&PlatformOverride>,
     http: Option<HttpAuth>,
+    shared: Option<crate::state_store::Shared>,
 ) -> Result<Prepared, String> {
     let policy = settings.policy.clone();
     let gate = Gate::new(
@@ -93,11 +94,31 @@ pub fn prepare(
     if let Some(token) = &ops.metrics_token {
         extra.add("FACTORY_MCP_METRICS_TOKEN", token);
     }
+    if let Some(pw) = shared.as_ref().and_then(|s| s.password.as_ref()) {
+        extra.add(crate::state_store::PASSWORD_ENV, pw);
+    }
+    let lease = policy.state.dispatch_lease_seconds.map(Duration::from_secs);
     let built = AppState::build(policy, over, &env, extra)?;
+    // The shared store when the settings name one; else the SQLite store (opened on first
+    // need), with the configured dispatch lease when there is one.
+    let state = match (shared, lease) {
+        (Some(shared), _) => built.state.with_state_store(shared.store),
+        (None, Some(lease)) => {
+            let dir = factory_policies::store::Store::default_dir(&env);
+            built.state.with_store_on_first_use(move || {
+                let dir =
+                    dir.ok_or("set XDG_STATE_HOME or HOME so the server has a state directory")?;
+                factory_policies::store::Store::open(&dir)
+                    .map(|s| Arc::new(s.with_dispatch_lease(Some(lease))))
+                    .map_err(|e| e.to_string())
+            })
+        }
+        (None, None) => built.state,
+    };
     Ok(Prepared {
         // One redactor for the tools and the log: its known forms are built once per start.
-        redactor: Arc::clone(&built.state.redactor),
-        state: Arc::new(built.state),
+        redactor: Arc::clone(&state.redactor),
+        state: Arc::new(state),
         gate,
         http_token,
         ops,
@@ -225,7 +246,14 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
         listen,
         no_auth: args.no_auth,
     });
-    let prepared = match prepare(&settings, over.as_ref(), auth) {
+    let shared = match crate::state_store::open_shared(&settings.policy.state, &env).await {
+        Ok(shared) => shared,
+        Err(e) => {
+            eprintln!("factory-mcp: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let prepared = match prepare(&settings, over.as_ref(), auth, shared) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("factory-mcp: {e}");
@@ -315,12 +343,21 @@ async fn serve_http(
     } else {
         addr
     };
-    state.page.install(Arc::new(crate::page::SameServer(format!(
-        "http://{page_addr}"
-    ))));
+    // Behind a load balancer the page's links use the public address, and its host is ours.
+    let public = state.policy.http.public_url.clone();
+    let origin = match &public {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => format!("http://{page_addr}"),
+    };
+    state
+        .page
+        .install(Arc::new(crate::page::SameServer(origin)));
     let mut page_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
     if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
         page_hosts.push(page_addr.ip().to_string());
+    }
+    if let Some(host) = public.as_deref().and_then(public_host) {
+        page_hosts.push(host);
     }
     page_hosts.extend(opts.extra_allowed_hosts.iter().cloned());
     // Before the first request: the metrics recorder and listener, and /healthz, /readyz.
@@ -346,6 +383,14 @@ async fn serve_http(
         .map_err(|e| e.to_string())
 }
 
+/// The host (with its port, when it has one) of a public URL, as a `Host` header names it.
+fn public_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let host = rest.split(['/', '?', '#']).next()?;
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,12 +410,26 @@ mod tests {
             api_key: SecretString::from(KEY),
             frontend_url: None,
         };
-        let prepared = prepare(&settings, Some(&over), None).expect("the state builds");
+        let prepared = prepare(&settings, Some(&over), None, None).expect("the state builds");
         assert!(Arc::ptr_eq(&prepared.redactor, &prepared.state.redactor));
         let shown = prepared
             .redactor
             .redact(&format!("key={KEY} "))
             .into_owned();
         assert!(!shown.contains(KEY), "{shown}");
+    }
+
+    #[test]
+    fn the_public_host_is_what_a_host_header_names() {
+        assert_eq!(
+            public_host("https://Factory.example.com/").as_deref(),
+            Some("factory.example.com")
+        );
+        assert_eq!(
+            public_host("http://gw.internal:8080/path?q").as_deref(),
+            Some("gw.internal:8080")
+        );
+        assert_eq!(public_host("https://"), None);
+        assert_eq!(public_host("nonsense"), None);
     }
 }

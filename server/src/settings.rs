@@ -110,6 +110,23 @@ pub struct SettingsArgs {
     /// `upload.allow_secret_files`).
     #[arg(long)]
     pub allow_secret_file_uploads: bool,
+    // ---- shared state (issue 21) ----
+    /// The state store: `postgres://user@host:port/db` for a PostgreSQL database every replica
+    /// shares (policy key `state.url`; default: SQLite in the state directory). The password
+    /// goes in --state-password-file or FACTORY_MCP_STATE_PASSWORD, never in the URL.
+    #[arg(long, value_name = "URL")]
+    pub state_url: Option<String>,
+    /// File holding the state database's password (policy key `state.password_file`).
+    #[arg(long, value_name = "FILE")]
+    pub state_password_file: Option<PathBuf>,
+    /// Seconds a dispatch claim holds before another process may take it over (policy key
+    /// `state.dispatch_lease_seconds`; default: the create timeout + 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub dispatch_lease_seconds: Option<u64>,
+    /// For `--http`: the address people reach the server at, e.g. behind a load balancer
+    /// (policy key `http.public_url`); the approval page's links use it.
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
 }
 
 fn parse_confirm(s: &str) -> Result<ConfirmMode, String> {
@@ -194,6 +211,7 @@ fn resolve_file_paths(policy: &mut Policy, file: &Path, env: &dyn Fn(&str) -> Op
         .chain(policy.http.auth_token_file.iter_mut())
         .chain(policy.http.metrics_token_file.iter_mut())
         .chain(policy.validate.prime_rl_checkout.iter_mut())
+        .chain(policy.state.password_file.iter_mut())
         .for_each(fix);
 }
 
@@ -318,6 +336,14 @@ impl SettingsArgs {
         );
         policy.validate.prime_cli |= self.prime_cli_checker;
         policy.upload.allow_secret_files |= self.allow_secret_file_uploads;
+        // shared state (issue 21)
+        set_opt(&mut policy.state.url, &self.state_url);
+        set_opt(&mut policy.state.password_file, &self.state_password_file);
+        set_opt(
+            &mut policy.state.dispatch_lease_seconds,
+            &self.dispatch_lease_seconds,
+        );
+        set_opt(&mut policy.http.public_url, &self.public_url);
     }
 }
 
@@ -385,6 +411,51 @@ mod tests {
         let err = Settings::load(&args(&["--config", "/nonexistent/policy.toml"]), &no_env)
             .expect_err("missing");
         assert!(matches!(err, SettingsError::Read { .. }));
+    }
+
+    #[test]
+    fn the_shared_store_comes_from_the_file_or_the_flags_and_never_holds_a_password() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let file = write(
+            tmp.path(),
+            "[state]\nurl = \"postgres://f@db/f\"\npassword_file = \"pgpass\"\n\
+             dispatch_lease_seconds = 9",
+        );
+        let file = file.to_string_lossy().into_owned();
+        let s = Settings::load(&args(&["--config", &file]), &no_env).expect("file");
+        assert_eq!(s.policy.state.url.as_deref(), Some("postgres://f@db/f"));
+        assert_eq!(
+            s.policy.state.password_file.as_deref(),
+            Some(tmp.path().join("pgpass").as_path()),
+            "relative to the policy file"
+        );
+        let s = Settings::load(
+            &args(&[
+                "--config",
+                &file,
+                "--state-url",
+                "postgres://g@other/g",
+                "--dispatch-lease-seconds",
+                "2",
+                "--public-url",
+                "https://factory.example.com",
+            ]),
+            &no_env,
+        )
+        .expect("flags");
+        assert_eq!(s.policy.state.url.as_deref(), Some("postgres://g@other/g"));
+        assert_eq!(s.policy.state.dispatch_lease_seconds, Some(2));
+        assert_eq!(
+            s.policy.http.public_url.as_deref(),
+            Some("https://factory.example.com")
+        );
+        let e = Settings::load(
+            &args(&["--state-url", "postgres://g:hunter2@other/g"]),
+            &no_env,
+        )
+        .unwrap_err();
+        assert_eq!(e.key(), Some("state.url"));
+        assert!(!e.to_string().contains("hunter2"), "{e}");
     }
 
     #[test]

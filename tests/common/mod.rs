@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod oidc;
+pub mod postgres;
 pub mod pty;
 
 use std::{path::PathBuf, time::Duration};

@@ -27,6 +27,13 @@ pub trait StateStore: Send + Sync {
     /// sits beside it); `None` for a networked backend.
     fn local_dir(&self) -> Option<&std::path::Path>;
 
+    /// How long a dispatch claim holds before another process may take it over, when the
+    /// settings say (`[state] dispatch_lease_seconds`); `None`: the dispatcher's default
+    /// (the create timeout + 30 s).
+    fn dispatch_lease(&self) -> Option<Duration> {
+        None
+    }
+
     /// Store a plan (or a delete intent).
     fn put_plan<'a>(&'a self, plan: &'a PlanRecord) -> StoreFuture<'a, ()>;
     /// A plan by id.
@@ -169,6 +176,9 @@ fn done<'a, T: Send + 'a>(r: Result<T, StoreError>) -> StoreFuture<'a, T> {
 impl StateStore for Store {
     fn local_dir(&self) -> Option<&std::path::Path> {
         Some(self.dir())
+    }
+    fn dispatch_lease(&self) -> Option<Duration> {
+        self.dispatch_lease
     }
     fn put_plan<'a>(&'a self, plan: &'a PlanRecord) -> StoreFuture<'a, ()> {
         done(Store::put_plan(self, plan))

@@ -107,31 +107,31 @@ pub struct VolumeRecord {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Dispatch,
     Volume,
 }
 
 impl Kind {
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Kind::Dispatch => "dispatch",
             Kind::Volume => "volume",
         }
     }
-    fn what(self) -> &'static str {
+    pub(super) fn what(self) -> &'static str {
         match self {
             Kind::Dispatch => "the dispatch of plan",
             Kind::Volume => "the creation of volume",
         }
     }
-    fn in_progress(self) -> &'static str {
+    pub(super) fn in_progress(self) -> &'static str {
         match self {
             Kind::Dispatch => "dispatching",
             Kind::Volume => "creating",
         }
     }
-    fn done(self) -> &'static str {
+    pub(super) fn done(self) -> &'static str {
         match self {
             Kind::Dispatch => "dispatched",
             Kind::Volume => "created",
@@ -140,7 +140,7 @@ impl Kind {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub(super) enum Phase {
     InProgress,
     Done,
     Unknown,
@@ -149,30 +149,35 @@ enum Phase {
 
 /// One journal row, kind-neutral.
 #[derive(Debug)]
-struct Row {
-    key: String,
-    sub: String,
-    phase: Phase,
-    holder: Option<String>,
-    lease_until: Option<i64>,
-    started_at: i64,
-    updated_at: i64,
-    run_id: Option<String>,
-    reason: Option<String>,
-    details: Option<String>,
-    attempts: i64,
+pub(super) struct Row {
+    pub(super) key: String,
+    pub(super) sub: String,
+    pub(super) phase: Phase,
+    pub(super) holder: Option<String>,
+    pub(super) lease_until: Option<i64>,
+    pub(super) started_at: i64,
+    pub(super) updated_at: i64,
+    pub(super) run_id: Option<String>,
+    pub(super) reason: Option<String>,
+    pub(super) details: Option<String>,
+    pub(super) attempts: i64,
+}
+
+/// A journal state's phase, by its stored name.
+pub(super) fn phase_of(state: &str) -> Phase {
+    match state {
+        "dispatching" | "creating" => Phase::InProgress,
+        "dispatched" | "created" => Phase::Done,
+        "unknown" => Phase::Unknown,
+        _ => Phase::Failed,
+    }
 }
 
 const COLUMNS: &str = "key, sub, state, holder, lease_until, started_at, updated_at, run_id, reason, details, attempts";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     let state: String = r.get(2)?;
-    let phase = match state.as_str() {
-        "dispatching" | "creating" => Phase::InProgress,
-        "dispatched" | "created" => Phase::Done,
-        "unknown" => Phase::Unknown,
-        _ => Phase::Failed,
-    };
+    let phase = phase_of(&state);
     Ok(Row {
         key: r.get(0)?,
         sub: r.get(1)?,
@@ -198,7 +203,7 @@ fn load(tx: &Transaction<'_>, kind: Kind, key: &str, sub: &str) -> Result<Option
         .optional()?)
 }
 
-fn lease_millis(lease: Duration) -> i64 {
+pub(super) fn lease_millis(lease: Duration) -> i64 {
     i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2)
 }
 
@@ -222,7 +227,7 @@ fn state_name(kind: Kind, phase: Phase) -> &'static str {
     }
 }
 
-fn describe(kind: Kind, key: &str, sub: &str) -> String {
+pub(super) fn describe(kind: Kind, key: &str, sub: &str) -> String {
     match kind {
         Kind::Dispatch => key.to_owned(),
         Kind::Volume => format!("{sub} (owner {key})"),
@@ -230,7 +235,7 @@ fn describe(kind: Kind, key: &str, sub: &str) -> String {
 }
 
 /// An outcome to record.
-enum Mark<'a> {
+pub(super) enum Mark<'a> {
     Done {
         run_id: Option<&'a str>,
         details: Option<String>,
@@ -329,11 +334,57 @@ fn mark(
             key: describe(kind, key, sub),
         });
     };
-    let to_name = match to {
-        Mark::Done { .. } => kind.done(),
-        Mark::Unknown(_) => "unknown",
-        Mark::Failed(_) => "failed",
-    };
+    if !may_mark(kind, key, sub, &r, &to)? {
+        return Ok(());
+    }
+    let now = now_millis();
+    let (to_name, run_id, reason, details) = mark_values(kind, &to);
+    tx.execute(
+        "UPDATE journal SET state = ?4, holder = NULL, lease_until = NULL, updated_at = ?5,
+                run_id = ?6, reason = ?7, details = ?8
+         WHERE kind = ?1 AND key = ?2 AND sub = ?3",
+        params![
+            kind.as_str(),
+            key,
+            sub,
+            to_name,
+            now,
+            run_id,
+            reason,
+            details
+        ],
+    )?;
+    Ok(())
+}
+
+/// The columns an outcome writes: state name, run id, reason, details.
+pub(super) fn mark_values<'a>(
+    kind: Kind,
+    to: &'a Mark<'a>,
+) -> (
+    &'static str,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+) {
+    match to {
+        Mark::Done { run_id, details } => (kind.done(), *run_id, None, details.as_deref()),
+        Mark::Unknown(reason) => ("unknown", None, Some(*reason), None),
+        Mark::Failed(reason) => ("failed", None, Some(*reason), None),
+    }
+}
+
+/// Whether this process may record `to` over the record `r` (both backends ask this, on the
+/// row they hold locked): `Ok(true)` write it, `Ok(false)` nothing to write (the same run
+/// recorded again), or why not.
+pub(super) fn may_mark(
+    kind: Kind,
+    key: &str,
+    sub: &str,
+    r: &Row,
+    to: &Mark<'_>,
+) -> Result<bool, StoreError> {
+    let to_name = mark_values(kind, to).0;
     let settled = || StoreError::Settled {
         what: kind.what(),
         key: describe(kind, key, sub),
@@ -358,7 +409,7 @@ fn mark(
         Phase::Done => {
             // Recording the same run twice is harmless; anything else would lose a run.
             return match to {
-                Mark::Done { run_id, .. } if run_id == r.run_id.as_deref() => Ok(()),
+                Mark::Done { run_id, .. } if *run_id == r.run_id.as_deref() => Ok(false),
                 _ => Err(settled()),
             };
         }
@@ -368,27 +419,7 @@ fn mark(
             Mark::Unknown(_) => return Err(settled()),
         },
     }
-    let now = now_millis();
-    let (run_id, reason, details) = match &to {
-        Mark::Done { run_id, details } => (*run_id, None, details.as_deref()),
-        Mark::Unknown(reason) | Mark::Failed(reason) => (None, Some(*reason), None),
-    };
-    tx.execute(
-        "UPDATE journal SET state = ?4, holder = NULL, lease_until = NULL, updated_at = ?5,
-                run_id = ?6, reason = ?7, details = ?8
-         WHERE kind = ?1 AND key = ?2 AND sub = ?3",
-        params![
-            kind.as_str(),
-            key,
-            sub,
-            to_name,
-            now,
-            run_id,
-            reason,
-            details
-        ],
-    )?;
-    Ok(())
+    Ok(true)
 }
 
 fn in_progress_view(r: &Row, now: i64) -> (String, DateTime<Utc>, bool) {
@@ -400,7 +431,7 @@ fn in_progress_view(r: &Row, now: i64) -> (String, DateTime<Utc>, bool) {
     )
 }
 
-fn dispatch_record(r: Row, now: i64) -> Result<DispatchRecord, StoreError> {
+pub(super) fn dispatch_record(r: Row, now: i64) -> Result<DispatchRecord, StoreError> {
     let state = match r.phase {
         Phase::InProgress => {
             let (holder, lease_until, lease_expired) = in_progress_view(&r, now);
@@ -436,7 +467,7 @@ fn dispatch_record(r: Row, now: i64) -> Result<DispatchRecord, StoreError> {
     })
 }
 
-fn volume_record(r: Row, now: i64) -> VolumeRecord {
+pub(super) fn volume_record(r: Row, now: i64) -> VolumeRecord {
     let state = match r.phase {
         Phase::InProgress => {
             let (holder, lease_until, lease_expired) = in_progress_view(&r, now);

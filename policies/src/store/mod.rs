@@ -14,13 +14,15 @@
 //!
 //! Secrets: the store never receives a secret value. Plans hold secret *names* and digests;
 //! the request-state key is the only sensitive material here and lives in its own
-//! owner-only file, never in the database.
+//! owner-only file, never in the SQLite database. (The PostgreSQL backend, `postgres.rs`,
+//! keeps it in the shared database instead, so that every replica of a gateway has it.)
 
 mod backend;
 mod journal;
 mod key;
 mod known_runs;
 mod page;
+pub mod postgres;
 mod schema;
 
 use std::fs::{DirBuilder, OpenOptions};
@@ -76,6 +78,13 @@ pub enum StoreError {
     NewerSchema { found: i64, supported: i64 },
     #[error("state database error: {0}")]
     Sqlite(rusqlite::Error),
+    #[error(
+        "the PostgreSQL state database: {0}; check [state] url, the password, and that the \
+         database is reachable"
+    )]
+    Postgres(String),
+    #[error("state store settings: {0}")]
+    Config(String),
     #[error("stored {what} is not valid JSON: {source}")]
     Json {
         what: &'static str,
@@ -270,6 +279,8 @@ pub struct Store {
     /// The connection may be left at `synchronous = NORMAL` (a cache write that panicked, or
     /// whose restore of FULL failed): the next FULL write sets FULL first, or refuses.
     relaxed: std::sync::atomic::AtomicBool,
+    /// The dispatch lease the settings ask for (`[state] dispatch_lease_seconds`).
+    dispatch_lease: Option<Duration>,
 }
 
 impl std::fmt::Debug for Store {
@@ -345,6 +356,7 @@ impl Store {
             db_path,
             conn: Mutex::new(conn),
             relaxed: std::sync::atomic::AtomicBool::new(false),
+            dispatch_lease: None,
         })
     }
 
@@ -369,6 +381,12 @@ impl Store {
             return Some(state.join("factory-mcp"));
         }
         absolute(env("HOME")).map(|home| home.join(".local/state/factory-mcp"))
+    }
+
+    /// Use this dispatch lease instead of the dispatcher's default (create timeout + 30 s).
+    pub fn with_dispatch_lease(mut self, lease: Option<Duration>) -> Self {
+        self.dispatch_lease = lease;
+        self
     }
 
     /// The state directory.

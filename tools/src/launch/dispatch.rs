@@ -106,7 +106,11 @@ async fn claim(
     platform: &PlatformClient,
     plan: &PlanRecord,
 ) -> Result<Option<Outcome<LaunchOut>>, ToolError> {
-    let lease = platform.settings().timeouts.create + Duration::from_secs(30);
+    // The lease: as the settings say (`[state] dispatch_lease_seconds`), else long enough for
+    // the create call to time out with room to journal its answer.
+    let lease = store
+        .dispatch_lease()
+        .unwrap_or(platform.settings().timeouts.create + Duration::from_secs(30));
     let busy = || {
         refuse(format!(
             "Another session is launching plan {} right now; call launch_run again shortly — it returns that run.",
