@@ -9,4 +9,5 @@ pub mod http;
 pub mod page;
 pub mod serve;
 pub mod settings;
+mod stdio;
 pub mod tracing_setup;
