@@ -304,7 +304,11 @@ mod tests {
         let inner = futures::stream::iter([ServerSseMessage::default(), answer])
             .chain(futures::stream::pending());
         let mut s = Box::pin(guarded(inner, guard));
-        let first = s.next().now_or_never().flatten().expect("the priming event");
+        let first = s
+            .next()
+            .now_or_never()
+            .flatten()
+            .expect("the priming event");
         assert!(first.message.is_none());
         assert_eq!(lock(&table)[&id].in_flight, 1, "in flight until the answer");
         let second = s.next().now_or_never().flatten().expect("the answer");
