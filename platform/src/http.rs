@@ -338,8 +338,23 @@ impl Http {
     /// (no intermediate `Value` tree); a body that does not decode so is read again through
     /// [`object_of`] and [`decode`], so every failure is reported as it always was.
     pub async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T, PlatformError> {
+        self.json_fast(call, |_| None).await
+    }
+
+    /// [`Http::json`], trying `fast` on the 2xx body first: a decoder for one exact, common
+    /// shape of the answer that says `None` for anything else, which then takes the usual path.
+    pub(crate) async fn json_fast<T: DeserializeOwned>(
+        &self,
+        call: Call,
+        fast: fn(&[u8]) -> Option<T>,
+    ) -> Result<T, PlatformError> {
         let endpoint = call.endpoint();
         let (status, bytes) = self.json_bytes(&call, &endpoint).await?;
+        if status != StatusCode::NO_CONTENT
+            && let Some(t) = fast(&bytes)
+        {
+            return Ok(t);
+        }
         if status != StatusCode::NO_CONTENT
             && bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
             && let Ok(t) = serde_json::from_slice::<T>(&bytes)

@@ -505,7 +505,10 @@ impl PlatformClient {
             .query_opt("component", query.component.wire())
             .query_opt("env_name", query.env_name.as_deref())
             .query_opt("pod_index", query.pod_index);
-        self.http.json(call).await.map_err(not_started_yet)
+        self.http
+            .json_fast(call, LogsResponse::from_plain_body)
+            .await
+            .map_err(not_started_yet)
     }
 
     /// Legacy `GET /rft/runs/{id}/env-server-logs?env_name=&env_index=&tail_lines=…` for

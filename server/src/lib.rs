@@ -10,4 +10,5 @@ pub mod page;
 pub mod serve;
 pub mod settings;
 pub mod state_store;
+mod stdio;
 pub mod tracing_setup;

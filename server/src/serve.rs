@@ -318,7 +318,7 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
 
 async fn serve_stdio(server: FactoryServer<AppState>) -> Result<(), String> {
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(crate::stdio::stdio())
         .await
         .map_err(|e| format!("stdio transport failed to start: {e}"))?;
     running

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use rmcp::{
     model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
     transport::{
@@ -109,14 +109,65 @@ impl Drop for InFlight {
     }
 }
 
+/// A request's answer stream, counted in flight until it ends — which it does right after the
+/// request's answer (its JSON-RPC response or error), without waiting for the session worker to
+/// drop its sender. rmcp closes the channel after that message anyway; ending here means the
+/// HTTP body's last chunk goes out in the same write as the answer, so a client that stops
+/// reading once it has its answer still finds the body complete and keeps the connection for
+/// its next call (otherwise each call cost a new TCP connection: accept, handshake, close).
 fn guarded<S>(stream: S, guard: InFlight) -> impl Stream<Item = ServerSseMessage> + Send + Sync
 where
     S: Stream<Item = ServerSseMessage> + Send + Sync,
 {
-    stream.map(move |m| {
-        let _held = &guard;
-        m
-    })
+    UntilAnswer {
+        inner: Some(Box::pin(stream)),
+        guard: Some(guard),
+    }
+}
+
+/// See [`guarded`].
+struct UntilAnswer<S> {
+    inner: Option<std::pin::Pin<Box<S>>>,
+    guard: Option<InFlight>,
+}
+
+/// Whether `m` is the answer that ends a request's stream.
+fn is_answer(m: &ServerSseMessage) -> bool {
+    matches!(
+        m.message.as_deref(),
+        Some(ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_))
+    )
+}
+
+impl<S: Stream<Item = ServerSseMessage>> Stream for UntilAnswer<S> {
+    type Item = ServerSseMessage;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<ServerSseMessage>> {
+        use std::task::Poll;
+        // Both fields are Unpin (a boxed stream and a guard).
+        let this = self.get_mut();
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match inner.as_mut().poll_next(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(m)) => {
+                if is_answer(&m) {
+                    this.inner = None;
+                    this.guard = None;
+                }
+                Poll::Ready(Some(m))
+            }
+            Poll::Ready(None) => {
+                this.inner = None;
+                this.guard = None;
+                Poll::Ready(None)
+            }
+        }
+    }
 }
 
 impl SessionManager for CappedSessions {
@@ -227,6 +278,47 @@ impl SessionManager for CappedSessions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_stream_ends_with_its_answer_and_stops_counting_it_in_flight() {
+        use futures::{FutureExt, StreamExt};
+        use rmcp::model::{EmptyResult, RequestId, ServerResult};
+        let table: Table = Arc::default();
+        let id: SessionId = Arc::from("s");
+        lock(&table).insert(
+            id.clone(),
+            Activity {
+                last: Instant::now(),
+                in_flight: 1,
+            },
+        );
+        let guard = InFlight {
+            table: table.clone(),
+            id: id.clone(),
+        };
+        let answer = ServerSseMessage::from_message(ServerJsonRpcMessage::response(
+            ServerResult::EmptyResult(EmptyResult {}),
+            RequestId::Number(1),
+        ));
+        // The session worker has not dropped its sender yet: the inner stream stays open.
+        let inner = futures::stream::iter([ServerSseMessage::default(), answer])
+            .chain(futures::stream::pending());
+        let mut s = Box::pin(guarded(inner, guard));
+        let first = s
+            .next()
+            .now_or_never()
+            .flatten()
+            .expect("the priming event");
+        assert!(first.message.is_none());
+        assert_eq!(lock(&table)[&id].in_flight, 1, "in flight until the answer");
+        let second = s.next().now_or_never().flatten().expect("the answer");
+        assert!(is_answer(&second));
+        assert_eq!(lock(&table)[&id].in_flight, 0, "done once answered");
+        assert!(
+            matches!(s.next().now_or_never(), Some(None)),
+            "the stream ends right after the answer, without waiting for the sender"
+        );
+    }
 
     #[tokio::test]
     async fn past_the_cap_the_oldest_idle_session_is_closed_and_busy_ones_are_kept() {
