@@ -280,16 +280,32 @@ async fn serve_http(
     } else {
         addr
     };
-    state.page.install(Arc::new(crate::page::SameServer(format!(
-        "http://{page_addr}"
-    ))));
+    // Under OAuth with `page_client_id`, a person signs in with the issuer on the page, whose
+    // address is then the public page origin the issuer sends them back to.
+    let signin = opts
+        .oauth
+        .clone()
+        .and_then(http::signin::SignIn::new)
+        .map(Arc::new);
+    let page_origin = match &signin {
+        Some(s) => s.origin().to_owned(),
+        None => format!("http://{page_addr}"),
+    };
     let mut page_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
     if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
         page_hosts.push(page_addr.ip().to_string());
     }
+    if signin.is_some()
+        && let Some(host) = page_origin.split_once("://").map(|(_, h)| h.to_owned())
+    {
+        page_hosts.push(host);
+    }
     page_hosts.extend(opts.extra_allowed_hosts.iter().cloned());
+    state
+        .page
+        .install(Arc::new(crate::page::SameServer(page_origin)));
     let app = http::router(move || server.clone(), &opts, ct.child_token())
-        .merge(crate::page::router(state, page_hosts));
+        .merge(crate::page::router(state, page_hosts, signin));
     tracing::info!(
         %addr,
         header_read_timeout_s = opts.header_read_timeout.as_secs(),
