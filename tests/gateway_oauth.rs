@@ -634,42 +634,7 @@ async fn a_person_signs_in_with_the_issuer_on_the_page_and_only_an_approver_deci
         &[format!("{origin}/approve/callback")],
     )
     .await;
-    let mut env = w.env(0);
-    env.push(("FACTORY_MCP_PAGE_WAIT_MS".into(), "0".into()));
-    let g = start_gateway_with(&w, &provider, port, "", "page_client_id = \"page\"", env).await;
-
-    // The assistant (read + launch, no approving scope) plans and asks to launch: it is given
-    // the page's address to open, never a form.
-    let (tx, mut urls) = tokio::sync::mpsc::unbounded_channel();
-    let token = provider
-        .client_token("assistant", "factory:read factory:launch", &resource)
-        .await
-        .unwrap();
-    let c = Opener { urls: tx }
-        .serve_with_lifecycle(
-            authed!(g.mcp(), token),
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        )
-        .await
-        .expect("connect");
-    let p = common::ok(
-        &common::call(
-            &c,
-            "plan_run",
-            json!({"config_toml": common::rl_config("signin-run", 5), "team_id": factory_sandbox::TEAM_ALPHA_ID}),
-        )
-        .await,
-    );
-    let id = p["plan_id"].as_str().unwrap().to_owned();
-    let msg = common::err(&common::call(&c, "launch_run", json!({"plan_id": id})).await);
-    assert!(msg.contains("Not yet approved"), "{msg}");
-    let url = urls.recv().await.expect("the page address");
-    assert!(
-        url.starts_with(&format!("{origin}/approve/{id}?t=")),
-        "{url}"
-    );
+    let (g, c, id, url) = page_gateway_and_plan(&w, &provider, port, "signin-run").await;
 
     // Without a session the page sends the browser to the issuer, with PKCE, state, nonce and
     // the resource; nothing of the plan is shown.
@@ -772,6 +737,132 @@ async fn a_person_signs_in_with_the_issuer_on_the_page_and_only_an_approver_deci
     c.cancel().await.unwrap();
 
     // The decision names the person who signed in.
+    drop(g);
+    let store = factory_policies::store::Store::open(&w.state_dir()).expect("store");
+    let decides: Vec<_> = store
+        .audit_entries(1000)
+        .expect("audit")
+        .into_iter()
+        .filter(|e| e.event.action == "decide" && e.event.plan_id.as_deref() == Some(&id))
+        .map(|e| (e.event.actor, e.event.subject))
+        .collect();
+    assert_eq!(decides, vec![("page".to_owned(), Some("alice".to_owned()))]);
+}
+
+/// A gateway with page sign-in on `port`, an assistant (read + launch, no approving scope)
+/// connected with URL elicitation, a plan named `run` it asked to launch: the gateway, the
+/// client, the plan id and the page address the assistant was given.
+async fn page_gateway_and_plan(
+    w: &World,
+    provider: &Provider,
+    port: u16,
+    run: &str,
+) -> (
+    Gateway,
+    rmcp::service::RunningService<RoleClient, Opener>,
+    String,
+    String,
+) {
+    let origin = format!("http://127.0.0.1:{port}");
+    let resource = provider.resource.clone();
+    let mut env = w.env(0);
+    env.push(("FACTORY_MCP_PAGE_WAIT_MS".into(), "0".into()));
+    let g = start_gateway_with(w, provider, port, "", "page_client_id = \"page\"", env).await;
+
+    // The assistant (read + launch, no approving scope) plans and asks to launch: it is given
+    // the page's address to open, never a form.
+    let (tx, mut urls) = tokio::sync::mpsc::unbounded_channel();
+    let token = provider
+        .client_token("assistant", "factory:read factory:launch", &resource)
+        .await
+        .unwrap();
+    let c = Opener { urls: tx }
+        .serve_with_lifecycle(
+            authed!(g.mcp(), token),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("connect");
+    let p = common::ok(
+        &common::call(
+            &c,
+            "plan_run",
+            json!({"config_toml": common::rl_config(run, 5), "team_id": factory_sandbox::TEAM_ALPHA_ID}),
+        )
+        .await,
+    );
+    let id = p["plan_id"].as_str().unwrap().to_owned();
+    let msg = common::err(&common::call(&c, "launch_run", json!({"plan_id": id})).await);
+    assert!(msg.contains("Not yet approved"), "{msg}");
+    let url = urls.recv().await.expect("the page address");
+    assert!(
+        url.starts_with(&format!("{origin}/approve/{id}?t=")),
+        "{url}"
+    );
+
+    (g, c, id, url)
+}
+
+/// Sign in at the provider's development login form in Chromium, giving consent if asked.
+async fn chromium_sign_in(
+    b: &common::chromium::Browser,
+    provider: &Provider,
+    url: &str,
+    login: &str,
+) {
+    b.goto(url).await;
+    let at = b.current_url().await;
+    assert!(at.starts_with(&provider.issuer), "sent to the issuer: {at}");
+    b.type_into("input[name=login]", login).await;
+    b.type_into("input[name=password]", "any").await;
+    b.click("button[type=submit]").await;
+    if b.current_url().await.starts_with(&provider.issuer) {
+        // The development consent form.
+        b.click("button[type=submit]").await;
+    }
+}
+
+#[tokio::test]
+async fn in_headless_chromium_a_person_signs_in_approves_and_one_run_starts() {
+    let w = World::new().await;
+    let port = free_port();
+    let origin = format!("http://127.0.0.1:{port}");
+    let provider = Provider::start(
+        w.home.path(),
+        &format!("{origin}/mcp"),
+        &[format!("{origin}/approve/callback")],
+    )
+    .await;
+    let (g, c, id, url) = page_gateway_and_plan(&w, &provider, port, "chromium-run").await;
+
+    // Someone without the approving scope signs in and is refused.
+    let b = common::chromium::Browser::start().await;
+    chromium_sign_in(&b, &provider, &url, "viewer-carol").await;
+    assert!(
+        b.current_url()
+            .await
+            .starts_with(&format!("{origin}/approve/"))
+    );
+    assert!(b.body_text().await.contains("Not allowed to approve"));
+    assert!(b.find("#approve").await.is_none(), "no Approve button");
+    b.quit().await;
+
+    // A person holding it signs in, lands on the page and approves.
+    let b = common::chromium::Browser::start().await;
+    chromium_sign_in(&b, &provider, &url, "alice").await;
+    assert_eq!(b.current_url().await, url, "back on the page");
+    assert!(b.text("#run-name").await.contains("chromium-run"));
+    b.click("#approve").await;
+    let said = b.text("#message").await;
+    assert!(said.starts_with("Approved"), "{said}");
+    b.quit().await;
+
+    let launched = common::ok(&common::call(&c, "launch_run", json!({"plan_id": id})).await);
+    assert_eq!(launched["deduplicated"], false, "{launched}");
+    assert_eq!(w.sandbox.create_requests(), 1, "exactly one run");
+    c.cancel().await.unwrap();
     drop(g);
     let store = factory_policies::store::Store::open(&w.state_dir()).expect("store");
     let decides: Vec<_> = store
