@@ -1,7 +1,10 @@
 //! The approval page over HTTP (the page itself is `factory_tools::approval_page`): under
 //! stdio, a loopback listener on an ephemeral `127.0.0.1` port opened on first need; under
 //! `serve --http`, the paths `/approve/…` on the same server, outside the bearer check (a
-//! browser has no bearer token: the page's single-use token is its credential).
+//! browser has no bearer token: the page's single-use token is its credential). Under OAuth
+//! with `[oauth] page_client_id`, a visitor also signs in with the issuer first
+//! (`http::signin`, `/approve/callback`) and only a holder of the approving scope sees the plan
+//! or decides (`factory_policies::scopes::page_visitor`); the decision names their `sub`.
 //!
 //! Every answer carries a strict Content-Security-Policy, `no-store`, `Referrer-Policy: same-origin` (the
 //! token is in the address) and framing refusals. A request whose `Host` is not one of this
