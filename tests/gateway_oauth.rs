@@ -747,6 +747,26 @@ async fn a_person_signs_in_with_the_issuer_on_the_page_and_only_an_approver_deci
         .map(|e| (e.event.actor, e.event.subject))
         .collect();
     assert_eq!(decides, vec![("page".to_owned(), Some("alice".to_owned()))]);
+    // Every page event on the plan names who was signed in: the refused viewer, then alice.
+    let page_rows: Vec<_> = store
+        .audit_entries(1000)
+        .expect("audit")
+        .into_iter()
+        .filter(|e| e.event.actor == "page" && e.event.plan_id.as_deref() == Some(&id))
+        .map(|e| (e.event.action, e.event.subject))
+        .collect();
+    assert!(
+        page_rows.contains(&(
+            "page_show_refused".to_owned(),
+            Some("viewer-bob".to_owned())
+        )),
+        "{page_rows:?}"
+    );
+    assert!(
+        page_rows.contains(&("page_shown".to_owned(), Some("alice".to_owned()))),
+        "{page_rows:?}"
+    );
+    assert!(page_rows.iter().all(|(_, s)| s.is_some()), "{page_rows:?}");
 }
 
 /// A gateway with page sign-in on `port`, an assistant (read + launch, no approving scope)

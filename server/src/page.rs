@@ -155,7 +155,9 @@ fn plain(s: &str) -> bool {
 /// Under sign-in: the signed-in approver, or the answer for anyone else (sent to sign in, or
 /// refused). `return_to`: where to come back after signing in (`None`: no sign-in from here).
 async fn signed_in(
+    s: &PageState,
     signin: &SignIn,
+    plan_id: &str,
     headers: &HeaderMap,
     return_to: Option<String>,
 ) -> Result<String, Response> {
@@ -165,10 +167,9 @@ async fn signed_in(
         PageVisitor::NotAnApprover => {
             let who = session.map(|c| c.subject).unwrap_or_default();
             tracing::info!(subject = %who, "the approval page refused a signed-in person without the approving scope");
-            Err(html(approval_page::not_an_approver(
-                &who,
-                signin.approve_scope(),
-            )))
+            Err(html(
+                approval_page::not_an_approver(&s.app, plan_id, &who, signin.approve_scope()).await,
+            ))
         }
         PageVisitor::SignIn => match return_to {
             Some(to) => match signin.begin(to).await {
@@ -201,16 +202,24 @@ async fn show(
     headers: HeaderMap,
     Query(q): Query<ShowQuery>,
 ) -> Response {
+    let mut subject = None;
     if let Some(signin) = &s.signin {
         if !plain(&plan_id) || !plain(&q.t) {
             return notice(404, "Not accepted", "This page address is not one of ours.");
         }
         let back = format!("{}/{plan_id}?t={}", approval_page::PATH_PREFIX, q.t);
-        if let Err(r) = signed_in(signin, &headers, Some(back)).await {
-            return r;
+        match signed_in(&s, signin, &plan_id, &headers, Some(back)).await {
+            Ok(sub) => subject = Some(sub),
+            Err(r) => return r,
         }
     }
-    html(approval_page::show(&s.app, &plan_id, &q.t).await)
+    html(
+        approval_page::signed_in_as(
+            subject.as_deref(),
+            approval_page::show(&s.app, &plan_id, &q.t),
+        )
+        .await,
+    )
 }
 
 async fn decide(
@@ -221,7 +230,7 @@ async fn decide(
 ) -> Response {
     let same_origin = same_origin(&headers);
     let subject = match &s.signin {
-        Some(signin) => match signed_in(signin, &headers, None).await {
+        Some(signin) => match signed_in(&s, signin, &plan_id, &headers, None).await {
             Ok(sub) => Some(sub),
             Err(r) => return r,
         },
@@ -229,13 +238,16 @@ async fn decide(
     };
     let cookie = page_cookie(&headers);
     html(
-        approval_page::decide(
-            &s.app,
-            &plan_id,
-            &post,
-            cookie.as_deref(),
-            same_origin,
+        approval_page::signed_in_as(
             subject.as_deref(),
+            approval_page::decide(
+                &s.app,
+                &plan_id,
+                &post,
+                cookie.as_deref(),
+                same_origin,
+                subject.as_deref(),
+            ),
         )
         .await,
     )

@@ -220,8 +220,27 @@ pub fn notice(status: u16, title: &str, text: &str) -> PageAnswer {
 }
 
 /// The page's answer to a person signed in with the issuer whose token lacks the approving
-/// scope (under OAuth page sign-in): nothing about the plan is shown.
-pub fn not_an_approver(subject: &str, scope: &str) -> PageAnswer {
+/// scope (under OAuth page sign-in): nothing about the plan is shown; the refusal is audited in
+/// their name.
+pub async fn not_an_approver(
+    state: &AppState,
+    plan_id: &str,
+    subject: &str,
+    scope: &str,
+) -> PageAnswer {
+    let plan = PlanId::parse_plan(plan_id).map(|p| p.as_str().to_owned());
+    crate::audit::with_subject(
+        Some(std::sync::Arc::from(subject)),
+        audit(
+            state,
+            "page",
+            "page_show_refused",
+            plan.as_deref(),
+            None,
+            json!({"refused": "not_an_approver"}),
+        ),
+    )
+    .await;
     let who = factory_policies::untrusted::one_line(subject, 80);
     PageAnswer {
         status: 403,
@@ -233,6 +252,11 @@ pub fn not_an_approver(subject: &str, scope: &str) -> PageAnswer {
         ),
         set_cookie: None,
     }
+}
+
+/// Run a page request (`show`, `decide`) for a signed-in person: its audit entries name them.
+pub async fn signed_in_as<F: std::future::Future>(subject: Option<&str>, fut: F) -> F::Output {
+    crate::audit::with_subject(subject.map(std::sync::Arc::from), fut).await
 }
 
 /// POST `/approve/{plan_id}`: a decision from the page. `same_origin`: the transport checked
