@@ -95,7 +95,13 @@ pub struct OAuth {
     client: reqwest::Client,
     keys: Mutex<Keys>,
     min_refresh: Duration,
+    /// The issuer's metadata and when it was read (kept [`METADATA_MAX_AGE`]: the page's
+    /// sign-in reads it on every visit without a session).
+    metadata: Mutex<Option<(Instant, Value)>>,
 }
+
+/// How long the issuer's metadata is used before it is read again.
+pub const METADATA_MAX_AGE: Duration = Duration::from_secs(300);
 
 impl std::fmt::Debug for OAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -141,6 +147,7 @@ impl OAuth {
                 anonymous: Vec::new(),
                 fetched: None,
             }),
+            metadata: Mutex::new(None),
         })
     }
 
@@ -183,6 +190,19 @@ impl OAuth {
     /// The issuer's RFC 8414 metadata or, failing that, its OpenID configuration; the
     /// metadata's `issuer` must be the configured one.
     pub(crate) async fn issuer_metadata(&self) -> Result<Value, String> {
+        let mut cached = self.metadata.lock().await;
+        if let Some((at, doc)) = cached.as_ref()
+            && at.elapsed() < METADATA_MAX_AGE
+        {
+            return Ok(doc.clone());
+        }
+        let doc = self.read_issuer_metadata().await?;
+        *cached = Some((Instant::now(), doc.clone()));
+        Ok(doc)
+    }
+
+    /// [`OAuth::issuer_metadata`], read from the issuer now.
+    async fn read_issuer_metadata(&self) -> Result<Value, String> {
         let issuer = self.policy.issuer.trim_end_matches('/');
         let (origin, path) = split_origin(issuer);
         let candidates = [
