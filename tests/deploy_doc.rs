@@ -104,6 +104,7 @@ async fn the_deploy_guide_runs_as_written() {
         .env("PGDATABASE", "postgres")
         .env("FACTORY_PUBLIC_URL", public)
         .env("FACTORY_ISSUER", &issuer.issuer)
+        .env("FACTORY_PAGE_CLIENT", "page")
         .env("FACTORY_DB", format!("127.0.0.1:{}", pg.port))
         .env("FACTORY_DB_SSLMODE", "disable")
         .env("FACTORY_PORTS", ports.join(" "))

@@ -42,6 +42,15 @@ pub struct OAuthPolicy {
     /// with a key not yet seen (a rotation), in seconds.
     #[serde(default = "default_min_refresh")]
     pub jwks_min_refresh_s: u64,
+    /// The approval page's OAuth client at the issuer (a public client: authorization code
+    /// with PKCE, no secret). Set: the page is offered under OAuth and a person signs in with
+    /// the issuer before seeing it. Unset: no page under OAuth (`factory-mcp approve`).
+    #[serde(default)]
+    pub page_client_id: Option<String>,
+    /// The page's public origin (`https://factory.example.com`) when it differs from the
+    /// resource URI's: the sign-in comes back to `<page_origin>/approve/callback`.
+    #[serde(default)]
+    pub page_origin: Option<String>,
 }
 
 fn default_min_refresh() -> u64 {
@@ -112,6 +121,22 @@ impl OAuthPolicy {
         if names[0] == names[1] || names[0] == names[2] || names[1] == names[2] {
             return Some(("oauth.scopes", "the three scope names must differ".into()));
         }
+        if let Some(id) = &self.page_client_id
+            && (id.is_empty() || id.len() > 200 || !id.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            return Some((
+                "oauth.page_client_id",
+                "must be the page's client id at the issuer (printable ASCII, no space)".into(),
+            ));
+        }
+        if let Some(o) = &self.page_origin
+            && (!url_ok(o) || crate::scopes::origin_of(o) != o.trim_end_matches('/'))
+        {
+            return Some((
+                "oauth.page_origin",
+                "must be an origin only, e.g. https://factory.example.com (no path)".into(),
+            ));
+        }
         if self.leeway_s > Self::MAX_LEEWAY_S {
             return Some((
                 "oauth.leeway_s",
@@ -119,6 +144,48 @@ impl OAuthPolicy {
             ));
         }
         None
+    }
+}
+
+/// `https://host:port/path?q` → `https://host:port`.
+pub fn origin_of(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find(['/', '?', '#']) {
+        Some(i) => &url[..after_scheme + i],
+        None => url,
+    }
+}
+
+/// Where the issuer sends a person back after signing in for the approval page:
+/// `<page_origin>/approve/callback`, the page origin defaulting to the resource URI's.
+pub fn page_redirect_uri(policy: &OAuthPolicy) -> String {
+    let origin = policy
+        .page_origin
+        .as_deref()
+        .map(|o| o.trim_end_matches('/'))
+        .unwrap_or_else(|| origin_of(&policy.resource));
+    format!("{origin}/approve/callback")
+}
+
+/// What the approval page does for a visitor under OAuth sign-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageVisitor {
+    /// No live session: send them to the issuer to sign in.
+    SignIn,
+    /// Signed in, but their token lacks the approving scope: refused, nothing shown.
+    NotAnApprover,
+    /// Signed in with the approving scope: the page, and its decision recorded in their name.
+    Approver,
+}
+
+/// Who may see and decide on the approval page under OAuth: a signed-in person whose access
+/// token (from the sign-in) holds the approving scope; no one else, whatever page token they
+/// hold.
+pub fn page_visitor(signed_in: Option<&Caller>) -> PageVisitor {
+    match signed_in {
+        None => PageVisitor::SignIn,
+        Some(c) if c.may(Access::Approve) => PageVisitor::Approver,
+        Some(_) => PageVisitor::NotAnApprover,
     }
 }
 
@@ -225,15 +292,21 @@ pub fn audience_matches(aud: Option<&serde_json::Value>, resource: &str) -> bool
 /// channel stands), else whether the caller's token holds the approving scope. An answer given
 /// inside the client (a form, the input-required round trip) is the token holder's answer, so
 /// it is asked only of a caller who may approve. Anyone else's launch or delete waits for a
-/// person who approves with `factory-mcp approve` against the gateway's store. The approval
-/// page is not offered under OAuth: whoever holds its address could decide with it, and it has
-/// no sign-in with the issuer yet.
-pub fn channel_for_caller(channel: Channel, may_approve: Option<bool>) -> Channel {
+/// person who approves with `factory-mcp approve` against the gateway's store, or on the
+/// approval page when `page_sign_in` (`[oauth] page_client_id`): the page then asks the person
+/// to sign in with the issuer and holds them to the approving scope ([`page_visitor`]), so its
+/// address alone decides nothing. Without page sign-in the page is not offered under OAuth.
+pub fn channel_for_caller(
+    channel: Channel,
+    may_approve: Option<bool>,
+    page_sign_in: bool,
+) -> Channel {
     let Some(may_approve) = may_approve else {
         return channel;
     };
     match channel {
         Channel::NotNeeded | Channel::ApproveCommand => channel,
+        Channel::Page if page_sign_in => Channel::Page,
         Channel::Page => Channel::ApproveCommand,
         Channel::InputRequired | Channel::Elicitation if may_approve => channel,
         Channel::InputRequired | Channel::Elicitation => Channel::ApproveCommand,
@@ -249,26 +322,90 @@ mod tests {
     fn an_assistant_without_the_approving_scope_is_never_asked_in_band() {
         use Channel::*;
         for c in [NotNeeded, InputRequired, Elicitation, ApproveCommand, Page] {
-            assert_eq!(channel_for_caller(c, None), c, "no OAuth: unchanged");
+            assert_eq!(channel_for_caller(c, None, false), c, "no OAuth: unchanged");
         }
         assert_eq!(
-            channel_for_caller(InputRequired, Some(false)),
+            channel_for_caller(InputRequired, Some(false), false),
             ApproveCommand
         );
-        assert_eq!(channel_for_caller(Elicitation, Some(false)), ApproveCommand);
-        assert_eq!(channel_for_caller(Page, Some(false)), ApproveCommand);
         assert_eq!(
-            channel_for_caller(Page, Some(true)),
+            channel_for_caller(Elicitation, Some(false), false),
+            ApproveCommand
+        );
+        assert_eq!(channel_for_caller(Page, Some(false), false), ApproveCommand);
+        assert_eq!(
+            channel_for_caller(Page, Some(true), false),
             ApproveCommand,
             "no page under OAuth"
         );
-        assert_eq!(channel_for_caller(InputRequired, Some(true)), InputRequired);
-        assert_eq!(channel_for_caller(Elicitation, Some(true)), Elicitation);
-        assert_eq!(channel_for_caller(NotNeeded, Some(false)), NotNeeded);
         assert_eq!(
-            channel_for_caller(ApproveCommand, Some(true)),
+            channel_for_caller(InputRequired, Some(true), false),
+            InputRequired
+        );
+        assert_eq!(
+            channel_for_caller(Elicitation, Some(true), false),
+            Elicitation
+        );
+        assert_eq!(channel_for_caller(NotNeeded, Some(false), false), NotNeeded);
+        assert_eq!(
+            channel_for_caller(ApproveCommand, Some(true), false),
             ApproveCommand
         );
+    }
+
+    #[test]
+    fn with_page_sign_in_the_page_stays_for_every_oauth_caller() {
+        use Channel::*;
+        assert_eq!(channel_for_caller(Page, Some(false), true), Page);
+        assert_eq!(channel_for_caller(Page, Some(true), true), Page);
+        assert_eq!(channel_for_caller(Page, None, true), Page);
+        assert_eq!(
+            channel_for_caller(Elicitation, Some(false), true),
+            ApproveCommand,
+            "page sign-in does not let an assistant answer a form"
+        );
+        assert_eq!(channel_for_caller(Page, Some(true), false), ApproveCommand);
+    }
+
+    #[test]
+    fn only_a_signed_in_approver_may_use_the_page() {
+        assert_eq!(page_visitor(None), PageVisitor::SignIn);
+        assert_eq!(
+            page_visitor(Some(&caller(&["factory:read", "factory:launch"]))),
+            PageVisitor::NotAnApprover
+        );
+        assert_eq!(
+            page_visitor(Some(&caller(&["factory:approve"]))),
+            PageVisitor::Approver
+        );
+        let mut renamed = caller(&["factory:approve"]);
+        renamed.names.approve = "gw.approve".into();
+        assert_eq!(page_visitor(Some(&renamed)), PageVisitor::NotAnApprover);
+    }
+
+    #[test]
+    fn the_sign_in_comes_back_to_the_page_origin() {
+        let mut p: OAuthPolicy = toml::from_str(
+            "issuer = \"https://id.example\"\nresource = \"https://gw.example:8443/mcp\"",
+        )
+        .unwrap();
+        assert_eq!(
+            page_redirect_uri(&p),
+            "https://gw.example:8443/approve/callback"
+        );
+        p.page_origin = Some("https://approve.example/".into());
+        assert_eq!(
+            page_redirect_uri(&p),
+            "https://approve.example/approve/callback"
+        );
+        assert_eq!(p.refusal(), None);
+        p.page_origin = Some("https://approve.example/x".into());
+        assert_eq!(p.refusal().map(|r| r.0), Some("oauth.page_origin"));
+        p.page_origin = None;
+        p.page_client_id = Some("has space".into());
+        assert_eq!(p.refusal().map(|r| r.0), Some("oauth.page_client_id"));
+        assert_eq!(origin_of("http://127.0.0.1:9/mcp?x"), "http://127.0.0.1:9");
+        assert_eq!(origin_of("http://h"), "http://h");
     }
 
     fn caller(scopes: &[&str]) -> Caller {
@@ -357,6 +494,8 @@ mod tests {
             scopes: ScopeNames::default(),
             leeway_s: 30,
             jwks_min_refresh_s: 10,
+            page_client_id: None,
+            page_origin: None,
         };
         assert_eq!(p.refusal(), None);
         p.scopes.approve = "factory:read".into();

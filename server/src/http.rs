@@ -10,6 +10,7 @@ pub mod conns;
 pub mod oauth;
 pub mod ops;
 pub mod sessions;
+pub mod signin;
 pub mod token;
 
 use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};

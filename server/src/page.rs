@@ -1,7 +1,10 @@
 //! The approval page over HTTP (the page itself is `factory_tools::approval_page`): under
 //! stdio, a loopback listener on an ephemeral `127.0.0.1` port opened on first need; under
 //! `serve --http`, the paths `/approve/…` on the same server, outside the bearer check (a
-//! browser has no bearer token: the page's single-use token is its credential).
+//! browser has no bearer token: the page's single-use token is its credential). Under OAuth
+//! with `[oauth] page_client_id`, a visitor also signs in with the issuer first
+//! (`http::signin`, `/approve/callback`) and only a holder of the approving scope sees the plan
+//! or decides (`factory_policies::scopes::page_visitor`); the decision names their `sub`.
 //!
 //! Every answer carries a strict Content-Security-Policy, `no-store`, `Referrer-Policy: same-origin` (the
 //! token is in the address) and framing refusals. A request whose `Host` is not one of this
@@ -21,10 +24,13 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
+use factory_policies::scopes::{PageVisitor, page_visitor};
 use factory_tools::{
     AppState,
     approval_page::{self, PageAnswer, PageHost, PagePost},
 };
+
+use crate::http::signin::{CallbackQuery, SignIn};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use tokio::sync::OnceCell;
@@ -62,17 +68,22 @@ fn host_name(host: &str) -> &str {
 struct PageState {
     app: Arc<AppState>,
     hosts: Hosts,
+    /// Under OAuth with `page_client_id`: the person signs in with the issuer first.
+    signin: Option<Arc<SignIn>>,
 }
 
-/// The page's routes. `hosts`: the `Host` values it answers to.
-pub fn router(app: Arc<AppState>, hosts: Vec<String>) -> Router {
+/// The page's routes. `hosts`: the `Host` values it answers to; `signin`: the issuer sign-in
+/// every visitor goes through (under OAuth).
+pub fn router(app: Arc<AppState>, hosts: Vec<String>, signin: Option<Arc<SignIn>>) -> Router {
     let state = PageState {
         app,
         hosts: Hosts(Arc::new(hosts)),
+        signin,
     };
     let prefix = approval_page::PATH_PREFIX;
     Router::new()
         .route(&format!("{prefix}/style.css"), get(style))
+        .route(&format!("{prefix}/callback"), get(callback))
         .route(&format!("{prefix}/{{plan_id}}"), get(show).post(decide))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -133,12 +144,82 @@ struct ShowQuery {
     t: String,
 }
 
+/// Only the characters a plan id or a page token is made of (anything else is not one of ours,
+/// and is never put into a redirect).
+fn plain(s: &str) -> bool {
+    s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Under sign-in: the signed-in approver, or the answer for anyone else (sent to sign in, or
+/// refused). `return_to`: where to come back after signing in (`None`: no sign-in from here).
+async fn signed_in(
+    s: &PageState,
+    signin: &SignIn,
+    plan_id: &str,
+    headers: &HeaderMap,
+    return_to: Option<String>,
+) -> Result<String, Response> {
+    let session = signin.session(headers);
+    match page_visitor(session.as_ref()) {
+        PageVisitor::Approver => Ok(session.map(|c| c.subject).unwrap_or_default()),
+        PageVisitor::NotAnApprover => {
+            let who = session.map(|c| c.subject).unwrap_or_default();
+            tracing::info!(subject = %who, "the approval page refused a signed-in person without the approving scope");
+            Err(html(
+                approval_page::not_an_approver(&s.app, plan_id, &who, signin.approve_scope()).await,
+            ))
+        }
+        PageVisitor::SignIn => match return_to {
+            Some(to) => match signin.begin(to).await {
+                Ok(r) => Err(r),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot start the approval page's sign-in");
+                    Err(notice(
+                        503,
+                        "Unavailable",
+                        "The sign-in with the authorization server cannot start right now; try again in a moment.",
+                    ))
+                }
+            },
+            None => Err(notice(
+                401,
+                "Sign in first",
+                "Your sign-in has ended. Open the page's address again from your assistant and sign in.",
+            )),
+        },
+    }
+}
+
+fn notice(status: u16, title: &str, text: &str) -> Response {
+    html(approval_page::notice(status, title, text))
+}
+
 async fn show(
     State(s): State<PageState>,
     Path(plan_id): Path<String>,
+    headers: HeaderMap,
     Query(q): Query<ShowQuery>,
 ) -> Response {
-    html(approval_page::show(&s.app, &plan_id, &q.t).await)
+    let mut subject = None;
+    if let Some(signin) = &s.signin {
+        if !plain(&plan_id) || !plain(&q.t) {
+            return notice(404, "Not accepted", "This page address is not one of ours.");
+        }
+        let back = format!("{}/{plan_id}?t={}", approval_page::PATH_PREFIX, q.t);
+        match signed_in(&s, signin, &plan_id, &headers, Some(back)).await {
+            Ok(sub) => subject = Some(sub),
+            Err(r) => return r,
+        }
+    }
+    html(
+        approval_page::signed_in_as(
+            subject.as_deref(),
+            approval_page::show(&s.app, &plan_id, &q.t),
+        )
+        .await,
+    )
 }
 
 async fn decide(
@@ -148,8 +229,46 @@ async fn decide(
     Form(post): Form<PagePost>,
 ) -> Response {
     let same_origin = same_origin(&headers);
+    let subject = match &s.signin {
+        Some(signin) => match signed_in(&s, signin, &plan_id, &headers, None).await {
+            Ok(sub) => Some(sub),
+            Err(r) => return r,
+        },
+        None => None,
+    };
     let cookie = page_cookie(&headers);
-    html(approval_page::decide(&s.app, &plan_id, &post, cookie.as_deref(), same_origin).await)
+    html(
+        approval_page::signed_in_as(
+            subject.as_deref(),
+            approval_page::decide(
+                &s.app,
+                &plan_id,
+                &post,
+                cookie.as_deref(),
+                same_origin,
+                subject.as_deref(),
+            ),
+        )
+        .await,
+    )
+}
+
+/// GET `/approve/callback`: the issuer sends the signed-in person back here.
+async fn callback(
+    State(s): State<PageState>,
+    headers: HeaderMap,
+    Query(q): Query<CallbackQuery>,
+) -> Response {
+    let Some(signin) = &s.signin else {
+        return notice(404, "Not found", "This server has no sign-in for the page.");
+    };
+    match signin.callback(&q, &headers).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::info!(reason = %e, "refused an approval page sign-in");
+            notice(403, "Not signed in", &format!("Sign-in refused: {e}."))
+        }
+    }
 }
 
 /// The POST's `Origin` is the page's own: `http://` (or `https://`, behind a proxy) plus the
@@ -194,7 +313,7 @@ fn html(answer: PageAnswer) -> Response {
         .set_cookie
         .and_then(|c| HeaderValue::from_str(&c).ok())
     {
-        response.headers_mut().insert(header::SET_COOKIE, c);
+        response.headers_mut().append(header::SET_COOKIE, c);
     }
     response
 }
@@ -224,7 +343,7 @@ impl Loopback {
             .map_err(|e| format!("cannot open a loopback port for the approval page: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let authority = format!("127.0.0.1:{}", addr.port());
-        let routes = router(app, vec![authority.clone()]);
+        let routes = router(app, vec![authority.clone()], None);
         tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, routes).await {
                 tracing::warn!(error = %e, "the approval page's listener stopped");

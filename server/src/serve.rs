@@ -343,15 +343,20 @@ async fn serve_http(
     } else {
         addr
     };
-    // Behind a load balancer the page's links use the public address, and its host is ours.
+    // Under OAuth with `page_client_id`, a person signs in with the issuer on the page, whose
+    // address is then the public page origin the issuer sends them back to. Otherwise, behind
+    // a load balancer the page's links use the public address, and its host is ours.
+    let signin = opts
+        .oauth
+        .clone()
+        .and_then(http::signin::SignIn::new)
+        .map(Arc::new);
     let public = state.policy.http.public_url.clone();
-    let origin = match &public {
-        Some(url) => url.trim_end_matches('/').to_string(),
-        None => format!("http://{page_addr}"),
+    let page_origin = match (&signin, &public) {
+        (Some(s), _) => s.origin().to_owned(),
+        (None, Some(url)) => url.trim_end_matches('/').to_string(),
+        (None, None) => format!("http://{page_addr}"),
     };
-    state
-        .page
-        .install(Arc::new(crate::page::SameServer(origin)));
     let mut page_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
     if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
         page_hosts.push(page_addr.ip().to_string());
@@ -359,11 +364,19 @@ async fn serve_http(
     if let Some(host) = public.as_deref().and_then(public_host) {
         page_hosts.push(host);
     }
+    if signin.is_some()
+        && let Some(host) = page_origin.split_once("://").map(|(_, h)| h.to_owned())
+    {
+        page_hosts.push(host);
+    }
     page_hosts.extend(opts.extra_allowed_hosts.iter().cloned());
+    state
+        .page
+        .install(Arc::new(crate::page::SameServer(page_origin)));
     // Before the first request: the metrics recorder and listener, and /healthz, /readyz.
     let ops_routes = http::ops::start(&ops, state.clone(), &opts, ct.child_token()).await?;
     let app = http::router(move || server.clone(), &opts, ct.child_token())
-        .merge(crate::page::router(state, page_hosts))
+        .merge(crate::page::router(state, page_hosts, signin))
         .merge(ops_routes);
     tracing::info!(
         %addr,

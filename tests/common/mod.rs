@@ -3,6 +3,7 @@
 //! and an rmcp client speaking either protocol era.
 #![allow(dead_code)]
 
+pub mod chromium;
 pub mod oidc;
 pub mod postgres;
 pub mod pty;

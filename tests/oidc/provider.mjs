@@ -68,8 +68,9 @@ if (mode === 'keys') {
       secretClient('outsider', 'openid'),
       secretClient('approver-bot', all),
       {
+        // The approval page's sign-in: a public client (PKCE, no secret).
         client_id: 'page',
-        client_secret: 'page-secret',
+        token_endpoint_auth_method: 'none',
         grant_types: ['authorization_code'],
         response_types: ['code'],
         redirect_uris: config.redirect_uris ?? [],
@@ -87,8 +88,14 @@ if (mode === 'keys') {
         defaultResource: () => resource,
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, indicator) => {
-          // A person whose login name starts with "viewer" never gets the approving scope.
-          const account = ctx.oidc.entities?.AuthorizationCode?.accountId ?? '';
+          // A person whose login name starts with "viewer" never gets the approving scope
+          // (at the authorization, once signed in, and at the token endpoint).
+          let account = ctx.oidc.entities?.AuthorizationCode?.accountId ?? '';
+          try {
+            account ||= ctx.oidc.session?.accountId ?? '';
+          } catch {
+            // no session at this endpoint
+          }
           const scope = account.startsWith('viewer') ? 'factory:read factory:launch' : all;
           return {
             scope,

@@ -206,6 +206,11 @@ pub(crate) async fn confirm(
         caller
             .as_ref()
             .map(|c| c.may(factory_policies::scopes::Access::Approve)),
+        state
+            .policy
+            .oauth
+            .as_ref()
+            .is_some_and(|o| o.page_client_id.is_some()),
     ) {
         Channel::Page => crate::approval_page::ask(state, store, plan, &ask, call).await,
         Channel::NotNeeded => Ok(None),

@@ -95,7 +95,13 @@ pub struct OAuth {
     client: reqwest::Client,
     keys: Mutex<Keys>,
     min_refresh: Duration,
+    /// The issuer's metadata and when it was read (kept [`METADATA_MAX_AGE`]: the page's
+    /// sign-in reads it on every visit without a session).
+    metadata: Mutex<Option<(Instant, Value)>>,
 }
+
+/// How long the issuer's metadata is used before it is read again.
+pub const METADATA_MAX_AGE: Duration = Duration::from_secs(300);
 
 impl std::fmt::Debug for OAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -141,6 +147,7 @@ impl OAuth {
                 anonymous: Vec::new(),
                 fetched: None,
             }),
+            metadata: Mutex::new(None),
         })
     }
 
@@ -180,9 +187,22 @@ impl OAuth {
         serde_json::from_slice(&body).map_err(|e| format!("{url}: not JSON: {e}"))
     }
 
-    /// The issuer's `jwks_uri`, from its RFC 8414 metadata or, failing that, its OpenID
-    /// configuration; the metadata's `issuer` must be the configured one.
-    async fn jwks_uri(&self) -> Result<String, String> {
+    /// The issuer's RFC 8414 metadata or, failing that, its OpenID configuration; the
+    /// metadata's `issuer` must be the configured one.
+    pub(crate) async fn issuer_metadata(&self) -> Result<Value, String> {
+        let mut cached = self.metadata.lock().await;
+        if let Some((at, doc)) = cached.as_ref()
+            && at.elapsed() < METADATA_MAX_AGE
+        {
+            return Ok(doc.clone());
+        }
+        let doc = self.read_issuer_metadata().await?;
+        *cached = Some((Instant::now(), doc.clone()));
+        Ok(doc)
+    }
+
+    /// [`OAuth::issuer_metadata`], read from the issuer now.
+    async fn read_issuer_metadata(&self) -> Result<Value, String> {
         let issuer = self.policy.issuer.trim_end_matches('/');
         let (origin, path) = split_origin(issuer);
         let candidates = [
@@ -199,16 +219,50 @@ impl OAuth {
                             "{url} names issuer {named:?}, not the configured {issuer:?}"
                         ));
                     }
-                    return doc
-                        .get("jwks_uri")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                        .ok_or_else(|| format!("{url} has no jwks_uri"));
+                    return Ok(doc);
                 }
                 Err(e) => last = e,
             }
         }
         Err(last)
+    }
+
+    /// The issuer's `jwks_uri`.
+    async fn jwks_uri(&self) -> Result<String, String> {
+        self.issuer_metadata()
+            .await?
+            .get("jwks_uri")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| "the issuer's metadata has no jwks_uri".to_owned())
+    }
+
+    /// POST a form to the issuer (the token endpoint); its JSON answer, whatever the status
+    /// (an OAuth error answer is JSON too).
+    pub(crate) async fn post_form(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+    ) -> Result<(u16, Value), String> {
+        let response = self
+            .client
+            .post(url)
+            .header(header::ACCEPT, "application/json")
+            .form(form)
+            .send()
+            .await
+            .map_err(|e| format!("{url}: {}", e.without_url()))?;
+        let status = response.status().as_u16();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| format!("{url}: {}", e.without_url()))?;
+        if body.len() > MAX_DOC_BYTES {
+            return Err(format!("{url}: answer larger than {MAX_DOC_BYTES} bytes"));
+        }
+        let v =
+            serde_json::from_slice(&body).map_err(|_| format!("{url}: HTTP {status}, not JSON"))?;
+        Ok((status, v))
     }
 
     async fn fetch_keys(&self, keys: &mut Keys) -> Result<(), String> {
@@ -556,6 +610,8 @@ mod tests {
             scopes: Default::default(),
             leeway_s: 0,
             jwks_min_refresh_s: 10,
+            page_client_id: None,
+            page_origin: None,
         }
     }
 

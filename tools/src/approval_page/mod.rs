@@ -22,7 +22,9 @@ use std::{
 };
 
 pub(crate) use ask::ask;
-pub use web::{CSP, PageAnswer, PagePost, STYLE, decide, show};
+pub use web::{
+    CSP, PageAnswer, PagePost, STYLE, decide, not_an_approver, notice, show, signed_in_as,
+};
 
 /// The cookie the page sets when shown and a decision must carry back.
 pub const COOKIE: &str = "factory_mcp_page";

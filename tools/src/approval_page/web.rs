@@ -210,14 +210,65 @@ pub async fn show(state: &AppState, plan_id: &str, token: &str) -> PageAnswer {
     }
 }
 
+/// A plain message page (the sign-in's answers use it).
+pub fn notice(status: u16, title: &str, text: &str) -> PageAnswer {
+    PageAnswer {
+        status,
+        html: render::message(title, text),
+        set_cookie: None,
+    }
+}
+
+/// The page's answer to a person signed in with the issuer whose token lacks the approving
+/// scope (under OAuth page sign-in): nothing about the plan is shown; the refusal is audited in
+/// their name.
+pub async fn not_an_approver(
+    state: &AppState,
+    plan_id: &str,
+    subject: &str,
+    scope: &str,
+) -> PageAnswer {
+    let plan = PlanId::parse_plan(plan_id).map(|p| p.as_str().to_owned());
+    crate::audit::with_subject(
+        Some(std::sync::Arc::from(subject)),
+        audit(
+            state,
+            "page",
+            "page_show_refused",
+            plan.as_deref(),
+            None,
+            json!({"refused": "not_an_approver"}),
+        ),
+    )
+    .await;
+    let who = factory_policies::untrusted::one_line(subject, 80);
+    PageAnswer {
+        status: 403,
+        html: render::message(
+            "Not allowed to approve",
+            &format!(
+                "You are signed in as {who}, but your account does not hold the scope {scope}, which approving needs. Nothing was shown or recorded. Ask whoever runs the authorization server to grant it, or ask a person who holds it to approve."
+            ),
+        ),
+        set_cookie: None,
+    }
+}
+
+/// Run a page request (`show`, `decide`) for a signed-in person: its audit entries name them.
+pub async fn signed_in_as<F: std::future::Future>(subject: Option<&str>, fut: F) -> F::Output {
+    crate::audit::with_subject(subject.map(std::sync::Arc::from), fut).await
+}
+
 /// POST `/approve/{plan_id}`: a decision from the page. `same_origin`: the transport checked
-/// that `Origin` is this server's own and `Host` one of ours; `cookie`: the page cookie sent.
+/// that `Origin` is this server's own and `Host` one of ours; `cookie`: the page cookie sent;
+/// `subject`: the signed-in person (OAuth page sign-in), recorded with the decision.
 pub async fn decide(
     state: &AppState,
     plan_id: &str,
     post: &PagePost,
     cookie: Option<&str>,
     same_origin: bool,
+    subject: Option<&str>,
 ) -> PageAnswer {
     let Ok(store) = state.store() else {
         return PageAnswer::unavailable("read its state");
@@ -258,7 +309,7 @@ pub async fn decide(
         Err(_) => return PageAnswer::unavailable("record the decision"),
     }
     if store
-        .record_decision(&plan.id, decision, "page")
+        .record_decision_as(&plan.id, decision, "page", subject)
         .await
         .is_err()
     {
@@ -366,7 +417,7 @@ mod tests {
             t: t_old.clone(),
             decision: "approve".into(),
         };
-        let r = decide(&st, old, &post, Some("c"), true).await;
+        let r = decide(&st, old, &post, Some("c"), true, None).await;
         assert_eq!(r.status, 410);
         assert!(store.decision(old).unwrap().is_none());
 
@@ -388,15 +439,21 @@ mod tests {
             decision: "approve".into(),
         };
         assert_eq!(
-            decide(&st, live, &post, Some(&cookie), false).await.status,
+            decide(&st, live, &post, Some(&cookie), false, None)
+                .await
+                .status,
             403
         );
         assert_eq!(
-            decide(&st, live, &post, Some("wrong"), true).await.status,
+            decide(&st, live, &post, Some("wrong"), true, None)
+                .await
+                .status,
             403
         );
         assert_eq!(
-            decide(&st, live, &post, Some(&cookie), true).await.status,
+            decide(&st, live, &post, Some(&cookie), true, None)
+                .await
+                .status,
             200
         );
         assert_eq!(
@@ -404,7 +461,9 @@ mod tests {
             Some((Decision::Approved, "page".to_string()))
         );
         assert_eq!(
-            decide(&st, live, &post, Some(&cookie), true).await.status,
+            decide(&st, live, &post, Some(&cookie), true, None)
+                .await
+                .status,
             410
         );
     }
