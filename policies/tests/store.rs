@@ -133,8 +133,9 @@ fn the_state_dir_and_database_are_private_and_in_wal_mode() {
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    // Version 2 added the approval page's tokens, version 3 the run-list cache.
-    assert_eq!(version, 3);
+    // Version 2 added the approval page's tokens, version 3 the run-list cache, version 4 the
+    // audit log's subject.
+    assert_eq!(version, 4);
     store.check_integrity().unwrap();
 }
 
