@@ -43,10 +43,84 @@ enum Command {
     Man(manpage::ManArgs),
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let cli = Cli::parse();
+/// The command line. `serve` (an MCP client starts one per session, so its start is what users
+/// wait for) is parsed against a command holding only `serve`: building clap's definition of
+/// every subcommand costs more than the rest of parsing. Anything else, `serve --help` and
+/// every error included, goes through the whole definition.
+fn parse() -> Cli {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    serve_fast(&argv).unwrap_or_else(|| Cli::parse_from(argv))
+}
+
+/// `argv` parsed as a plain `serve` command line, or `None` to leave it to the full parser.
+fn serve_fast(argv: &[std::ffi::OsString]) -> Option<Cli> {
+    let help = |a: &std::ffi::OsString| {
+        matches!(
+            a.as_encoded_bytes(),
+            b"-h" | b"--help" | b"help" | b"-V" | b"--version"
+        )
+    };
+    if argv.get(1).is_none_or(|a| a != "serve") || argv.iter().skip(2).any(help) {
+        return None;
+    }
+    let matches = serve_only_command().try_get_matches_from(argv).ok()?;
+    let args = <factory_server::serve::ServeArgs as clap::FromArgMatches>::from_arg_matches(
+        matches.subcommand_matches("serve")?,
+    )
+    .ok()?;
+    Some(Cli {
+        command: Command::Serve(args),
+    })
+}
+
+/// `factory-mcp` with its `serve` subcommand alone, defined exactly as in [`Cli`].
+fn serve_only_command() -> clap::Command {
+    use clap::Args;
+    clap::Command::new("factory-mcp")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(true)
+        .subcommand(factory_server::serve::ServeArgs::augment_args(
+            clap::Command::new("serve"),
+        ))
+}
+
+fn main() -> ExitCode {
+    // The command line first: `--help`, `--version` and the sync commands build no runtime.
+    let cli = parse();
     match cli.command {
+        Command::CheckConfig(args) => factory_server::check_config::run(args),
+        Command::Approve(args) => factory_server::approve::run(args),
+        Command::Setup(args) => setup::run(args),
+        Command::Completions(args) => manpage::completions(args),
+        Command::Man(args) => manpage::man(args),
+        Command::Serve(args) if args.http.is_none() && !args.sandbox => {
+            // One client over stdio: one thread. Its calls interleave on it (tool work is
+            // I/O-bound; SQLite and file work go to the blocking pool as ever), with no
+            // hand-offs between worker threads on each message, and no workers to start
+            // before the first answer (docs/BENCHMARKS.md, issue 20).
+            match runtime(tokio::runtime::Builder::new_current_thread()) {
+                Ok(rt) => rt.block_on(factory_server::serve::run(args, None)),
+                Err(code) => code,
+            }
+        }
+        command => match runtime(tokio::runtime::Builder::new_multi_thread()) {
+            Ok(rt) => rt.block_on(run_async(command)),
+            Err(code) => code,
+        },
+    }
+}
+
+fn runtime(mut builder: tokio::runtime::Builder) -> Result<tokio::runtime::Runtime, ExitCode> {
+    builder.enable_all().build().map_err(|e| {
+        eprintln!("factory-mcp: cannot start the async runtime: {e}");
+        ExitCode::from(1)
+    })
+}
+
+/// The commands that run on the multi-threaded runtime: the HTTP server (many clients), the
+/// embedded sandbox beside a server, the simulator, the guard, the demo and doctor.
+async fn run_async(command: Command) -> ExitCode {
+    match command {
         Command::Demo(args) => demo::run(args).await,
         Command::Serve(args) => {
             if args.sandbox {
@@ -65,12 +139,83 @@ async fn main() -> ExitCode {
             }
         }
         Command::Sandbox(args) => factory_sandbox::cli::run(args).await,
-        Command::CheckConfig(args) => factory_server::check_config::run(args),
         Command::Guard(args) => factory_server::guard::run(args).await,
+        Command::Doctor(args) => doctor::run(args).await,
+        Command::CheckConfig(args) => factory_server::check_config::run(args),
         Command::Approve(args) => factory_server::approve::run(args),
         Command::Setup(args) => setup::run(args),
-        Command::Doctor(args) => doctor::run(args).await,
         Command::Completions(args) => manpage::completions(args),
         Command::Man(args) => manpage::man(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(line: &str) -> Vec<std::ffi::OsString> {
+        line.split_whitespace().map(Into::into).collect()
+    }
+
+    #[test]
+    fn the_serve_fast_path_parses_as_the_whole_command_line_does() {
+        for line in [
+            "factory-mcp serve",
+            "factory-mcp serve --workspace /tmp/ws -vv",
+            "factory-mcp serve --http 127.0.0.1:8080 --allowed-host a.example --allowed-origin https://b.example",
+            "factory-mcp serve --sandbox --sandbox-speed 2.5",
+            "factory-mcp serve --config /tmp/p.toml --read-only --toolsets runs,account --max-cost-per-hour-usd 12.5 --allow-dir /a --allow-dir /b",
+        ] {
+            let full = Cli::try_parse_from(argv(line));
+            let fast = serve_fast(&argv(line));
+            match full {
+                Ok(full) => assert_eq!(
+                    format!("{:?}", fast.expect(line)),
+                    format!("{full:?}"),
+                    "{line}"
+                ),
+                // A line the full parser refuses is never taken by the fast path.
+                Err(_) => assert!(fast.is_none(), "{line}"),
+            }
+        }
+    }
+
+    #[test]
+    fn help_version_errors_and_other_commands_take_the_whole_parser() {
+        for line in [
+            "factory-mcp",
+            "factory-mcp serve --help",
+            "factory-mcp serve -h",
+            "factory-mcp serve --version",
+            "factory-mcp serve --no-such-flag",
+            "factory-mcp serve --sandbox-speed fast",
+            "factory-mcp guard",
+            "factory-mcp --version",
+        ] {
+            assert!(serve_fast(&argv(line)).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn the_serve_only_command_defines_serve_exactly_as_the_whole_one() {
+        use clap::CommandFactory;
+        let full = Cli::command();
+        let full = full.find_subcommand("serve").unwrap();
+        let fast = serve_only_command();
+        let fast = fast.find_subcommand("serve").unwrap();
+        let ids = |c: &clap::Command| {
+            c.get_arguments()
+                .map(|a| {
+                    format!(
+                        "{:?} {:?} {:?} {:?}",
+                        a.get_id(),
+                        a.get_long(),
+                        a.get_short(),
+                        a.get_default_values()
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(fast), ids(full));
     }
 }

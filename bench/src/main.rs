@@ -73,6 +73,14 @@ struct Args {
     /// the old driver does not have.
     #[arg(long, value_delimiter = ',')]
     only: Option<Vec<String>>,
+    /// Instead of the report: call one operation (its name in the report, e.g. "get run") on
+    /// an in-process server ("stdio:get run": on `--server` over stdio) in a loop for
+    /// `--spin-secs` seconds, then the same platform requests directly, and print the mean of
+    /// each and the CPU time of this process per call. For a profiler (`perf record`).
+    #[arg(long)]
+    spin: Option<String>,
+    #[arg(long, default_value_t = 10)]
+    spin_secs: u64,
 }
 
 impl Args {
@@ -232,6 +240,11 @@ async fn main() -> anyhow::Result<()> {
         .insert("machine_at_start".into(), machine_before.clone());
     let started = Instant::now();
 
+    if let Some(name) = b.args.spin.clone() {
+        let r = b.spin(&name).await;
+        b.sandbox.shutdown().await;
+        return r;
+    }
     if b.args.wants("operations") {
         let per_op = b.per_operation().await?;
         // A later section that fails is reported and skipped; the others still run.
@@ -568,6 +581,85 @@ impl Bench {
         Ok(serde_json::from_slice(&out.stdout)?)
     }
 
+    // ---- spin: one operation in a loop, for a profiler ------------------------------------
+
+    async fn spin(&mut self, name: &str) -> anyhow::Result<()> {
+        let (name, stdio) = match name.strip_prefix("stdio:") {
+            Some(n) => (n, true),
+            None => (name, false),
+        };
+        let op = ops()
+            .into_iter()
+            .find(|o| o.name == name)
+            .with_context(|| format!("no operation named {name:?}"))?;
+        let home = self.dir("home-spin")?;
+        let ws = self.dir("ws-spin")?;
+        let child = match stdio {
+            true => Some(self.stdio_server("spin").await?.0),
+            false => None,
+        };
+        let in_process;
+        let client = match &child {
+            Some(c) => &c.client,
+            None => {
+                in_process = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
+                &in_process
+            }
+        };
+        let reqs = self
+            .requests_of(|| async { mcp::call(client, op.tool, &op.args).await.map(|_| ()) })
+            .await?;
+        let secs = Duration::from_secs(self.args.spin_secs);
+        let me = std::process::id();
+        let server_pid = child.as_ref().map(|c| c.pid);
+        let cpu0 = procfs::cpu_secs(me).unwrap_or(0.0);
+        let server_cpu0 = server_pid.and_then(procfs::cpu_secs).unwrap_or(0.0);
+        let (mut n, t0) = (0u64, Instant::now());
+        while t0.elapsed() < secs {
+            mcp::call(client, op.tool, &op.args).await?;
+            n += 1;
+        }
+        let tool_us = t0.elapsed().as_secs_f64() * 1e6 / n as f64;
+        let cpu1 = procfs::cpu_secs(me).unwrap_or(0.0);
+        let tool_cpu = (cpu1 - cpu0) * 1e6 / n as f64;
+        let server_cpu = server_pid
+            .and_then(procfs::cpu_secs)
+            .map(|c| {
+                format!(
+                    ", the server process {:.1} µs",
+                    (c - server_cpu0) * 1e6 / n as f64
+                )
+            })
+            .unwrap_or_default();
+        let urls: Vec<String> = reqs
+            .iter()
+            .map(|(_, p)| format!("{}{p}", self.base))
+            .collect();
+        let (mut m, t1) = (0u64, Instant::now());
+        while t1.elapsed() < secs / 2 {
+            for u in &urls {
+                self.http
+                    .get(u)
+                    .bearer_auth(&self.key)
+                    .send()
+                    .await?
+                    .bytes()
+                    .await?;
+            }
+            m += 1;
+        }
+        let floor_us = t1.elapsed().as_secs_f64() * 1e6 / m as f64;
+        let floor_cpu = (procfs::cpu_secs(me).unwrap_or(0.0) - cpu1) * 1e6 / m as f64;
+        println!(
+            "{name}: tool {} {tool_us:.1} µs/call (CPU here {tool_cpu:.1} µs{server_cpu}) over {n} calls; floor {floor_us:.1} µs (CPU {floor_cpu:.1} µs, {} request(s)); overhead {:.1} µs (CPU {:.1} µs)",
+            if stdio { "over stdio" } else { "in process" },
+            urls.len(),
+            tool_us - floor_us,
+            tool_cpu - floor_cpu
+        );
+        Ok(())
+    }
+
     // ---- 2. overhead above the HTTP floor ---------------------------------------------------
 
     async fn overhead(&mut self, per_op: &[OpFigures]) -> anyhow::Result<()> {
@@ -657,6 +749,24 @@ impl Bench {
         )];
         let mut js =
             json!({"factory_mcp": {"cold_start": ours.json(), "get_run_call": ours_get.json()}});
+        // The process floor: a std-only program giving our server's own answers.
+        match self.null_server_floor(&env, &ws).await {
+            Ok(floor) => {
+                rows.push(format!(
+                    "| process floor: `null-mcp` (std only, our answers canned) | {} / {} | | {} |",
+                    fmt_us(floor.p50_us),
+                    fmt_us(floor.p99_us),
+                    floor.n
+                ));
+                rows.push(format!(
+                    "| **ours above the floor** | **{}** | | |",
+                    fmt_us(ours.p50_us - floor.p50_us)
+                ));
+                js["process_floor"] = floor.json();
+                js["above_floor_p50_us"] = json!(ours.p50_us - floor.p50_us);
+            }
+            Err(e) => self.say(&format!("process floor skipped: {e:#}")),
+        }
         if let Some(py) = self.args.fastmcp_python.clone() {
             self.say("FastMCP baseline");
             let script = vec![
@@ -709,6 +819,41 @@ impl Bench {
         ));
         self.results.insert("cold_start".into(), js);
         Ok(())
+    }
+
+    /// Cold starts of `null-mcp` (bench/src/bin/null_mcp.rs) answering with our server's own
+    /// `initialize` and `tools/list` results: spawn, exec, the client's handshake and parsing,
+    /// everything but the server's own start.
+    async fn null_server_floor(
+        &self,
+        env: &[(String, String)],
+        ws: &Path,
+    ) -> anyhow::Result<Summary> {
+        let null = std::env::current_exe()?.with_file_name("null-mcp");
+        if !null.exists() {
+            bail!("{} not built", null.display());
+        }
+        let child = mcp::spawn_stdio(&self.args.server, &Self::serve_args(ws), env, ws).await?;
+        let init =
+            serde_json::to_string(&child.client.peer_info().context("no initialize result")?)?;
+        let tools = child.client.list_tools(None).await?;
+        child.client.cancel().await?;
+        let file = self.dir("null-mcp")?.join("answers");
+        std::fs::write(
+            &file,
+            format!(
+                "initialize\t{init}\ntools/list\t{}\n",
+                serde_json::to_string(&tools)?
+            ),
+        )?;
+        self.cold_start(
+            &null,
+            &[file.display().to_string()],
+            env,
+            ws,
+            self.budgets.cold_ours,
+        )
+        .await
     }
 
     async fn cold_start(

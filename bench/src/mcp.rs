@@ -63,10 +63,12 @@ pub async fn spawn_stdio(
     Ok(Child { client, pid })
 }
 
-/// Connect to a streamable HTTP endpoint.
 /// Connect over streamable HTTP, presenting `token` as the bearer token the server requires.
+/// The client keeps its connections (as the TypeScript SDK's `fetch` and the Python SDK's
+/// `httpx` do); rmcp's default client opens a new one for every message.
 pub async fn connect_http(url: &str, token: &str) -> anyhow::Result<Client> {
-    let transport = StreamableHttpClientTransport::from_config(
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest13::Client::builder().build()?,
         StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token),
     );
     BenchClient

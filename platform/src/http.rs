@@ -119,6 +119,25 @@ impl Call {
 /// Encode one caller-supplied id as a path segment. Empty ids, ids containing `/`, and the
 /// dot segments `.`/`..` are refused: URL parsers (WHATWG, so reqwest too) turn `%2E` back
 /// into a dot segment, so they could only ever reach a different endpoint.
+/// `base` (without trailing slashes) parsed, when a request URL can be made from it by setting
+/// the path alone: no query, no fragment.
+fn parsed_base(base: &str) -> Option<(String, Url)> {
+    let base = base.trim_end_matches('/');
+    let url = Url::parse(base).ok()?;
+    (!url.cannot_be_a_base() && url.query().is_none() && url.fragment().is_none())
+        .then(|| (base.to_string(), url))
+}
+
+/// `base` with the API path `path` under it (`path` holds no `?` or `#`).
+fn url_on(base: &Url, path: &str) -> Url {
+    let mut url = base.clone();
+    url.set_path(&format!(
+        "{}/api/v1{path}",
+        base.path().trim_end_matches('/')
+    ));
+    url
+}
+
 pub(crate) fn segment(value: &str, what: &str) -> Result<String, PlatformError> {
     if value.is_empty() {
         return Err(PlatformError::InvalidArgument(format!("{what} is empty")));
@@ -144,6 +163,9 @@ pub(crate) struct Http {
     /// The platform's clock as its last response's `Date` header gave it, with the local
     /// instant it arrived: elapsed-time decisions use the platform's time, not ours.
     server_clock: std::sync::Arc<std::sync::Mutex<Option<ServerClock>>>,
+    /// The platform's and the traces service's base URLs parsed once, each with the string it
+    /// came from: a request's URL is the base with its path set, not a whole new parse.
+    bases: std::sync::Arc<[Option<(String, Url)>; 2]>,
 }
 
 /// The platform's `Date` and the local instant it arrived.
@@ -161,10 +183,15 @@ impl Http {
                 message: error_chain(&e),
                 maybe_sent: false,
             })?;
+        let bases = std::sync::Arc::new([
+            parsed_base(&settings.base_url),
+            parsed_base(&settings.traces_url),
+        ]);
         Ok(Http {
             client,
             settings,
             server_clock: Default::default(),
+            bases,
         })
     }
 
@@ -193,10 +220,23 @@ impl Http {
             Service::Platform => &self.settings.base_url,
             Service::Traces => &self.settings.traces_url,
         };
-        let raw = format!("{}/api/v1{}", base.trim_end_matches('/'), call.path);
-        let mut url = Url::parse(&raw).map_err(|e| {
-            PlatformError::InvalidArgument(format!("invalid service URL '{raw}': {e}"))
-        })?;
+        let base = base.trim_end_matches('/');
+        let parsed = match call.service {
+            Service::Platform => &self.bases[0],
+            Service::Traces => &self.bases[1],
+        };
+        let mut url = match parsed {
+            // The same URL as parsing the whole string (tests below): only the path is parsed.
+            Some((from, url)) if from == base && !call.path.contains(['?', '#']) => {
+                url_on(url, &call.path)
+            }
+            _ => {
+                let raw = format!("{base}/api/v1{}", call.path);
+                Url::parse(&raw).map_err(|e| {
+                    PlatformError::InvalidArgument(format!("invalid service URL '{raw}': {e}"))
+                })?
+            }
+        };
         if !call.query.is_empty() {
             let mut pairs = url.query_pairs_mut();
             for (k, v) in &call.query {
@@ -681,6 +721,39 @@ mod tests {
         assert_eq!(parse_retry_after(&h), None);
         h.insert(RETRY_AFTER, HeaderValue::from_static("-3"));
         assert_eq!(parse_retry_after(&h), None);
+    }
+
+    #[test]
+    fn a_url_from_the_parsed_base_is_the_url_of_the_whole_string() {
+        for base in [
+            "http://127.0.0.1:8000",
+            "http://127.0.0.1:8000/",
+            "https://api.primeintellect.ai",
+            "https://example.com/prefix/",
+            "https://EXAMPLE.com:443/a%20b",
+            "http://[::1]:9/x/y",
+            "https://bücher.example/p",
+        ] {
+            let (from, parsed) = parsed_base(base).expect(base);
+            for path in [
+                "/rft/runs/abc",
+                "/rft/runs/a%2Fb/logs",
+                "/rft/runs/x y/é",
+                "/rft/../runs/./z",
+                "",
+                "/",
+                "//double",
+                "/%zz/%41",
+            ] {
+                let whole = Url::parse(&format!("{from}/api/v1{path}")).unwrap();
+                let fast = url_on(&parsed, path);
+                assert_eq!(fast.as_str(), whole.as_str(), "{base} + {path}");
+            }
+        }
+        assert!(parsed_base("https://example.com/?q=1").is_none());
+        assert!(parsed_base("https://example.com/#f").is_none());
+        assert!(parsed_base("mailto:x@example.com").is_none());
+        assert!(parsed_base("not a url").is_none());
     }
 
     #[test]

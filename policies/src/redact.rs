@@ -45,6 +45,37 @@ const MAX_PASSES: usize = 4;
 /// The redactor. Build it once; share it (`Arc`) between the tools and the tracing layer.
 pub struct Redactor {
     known: KnownForms,
+    /// Short strings of JSON trees (object keys, statuses, names, times) that came out of
+    /// [`Redactor::redact`] unchanged: a tool's answers repeat them call after call, and a
+    /// lookup costs less than a scan's set-up. Sound because the known values are fixed when
+    /// the redactor is built, and only a clean verdict is kept.
+    clean: CleanCache,
+}
+
+/// See [`Redactor::clean`]: at most [`CleanCache::ENTRIES`] strings of at most
+/// [`CleanCache::MAX_LEN`] bytes, emptied when full. Never waited for: a caller that finds it
+/// busy scans.
+#[derive(Default)]
+struct CleanCache(std::sync::Mutex<std::collections::HashSet<Box<str>>>);
+
+impl CleanCache {
+    const MAX_LEN: usize = 64;
+    const ENTRIES: usize = 4096;
+
+    fn holds(&self, s: &str) -> bool {
+        s.len() <= Self::MAX_LEN && self.0.try_lock().is_ok_and(|set| set.contains(s))
+    }
+
+    fn keep(&self, s: &str) {
+        if s.len() <= Self::MAX_LEN
+            && let Ok(mut set) = self.0.try_lock()
+        {
+            if set.len() >= Self::ENTRIES {
+                set.clear();
+            }
+            set.insert(s.into());
+        }
+    }
 }
 
 impl fmt::Debug for Redactor {
@@ -66,6 +97,7 @@ impl Redactor {
     pub fn new(known: KnownSecrets) -> Self {
         Redactor {
             known: KnownForms::new(&known),
+            clean: CleanCache::default(),
         }
     }
 
@@ -112,8 +144,8 @@ impl Redactor {
             Json::String(s) => {
                 if key.is_some_and(|k| secret_field_value(k, s)) {
                     *s = REDACTED.to_string();
-                } else {
-                    self.redact_string(s);
+                } else if !self.clean.holds(s) && !self.redact_string(s) {
+                    self.clean.keep(s);
                 }
             }
             Json::Array(items) => {
@@ -122,7 +154,7 @@ impl Redactor {
                 }
             }
             Json::Object(map) => {
-                if map.keys().all(|k| self.is_clean(k)) {
+                if map.keys().all(|k| self.key_is_clean(k)) {
                     for (k, v) in map.iter_mut() {
                         self.redact_json_under(v, Some(k));
                     }
@@ -144,6 +176,18 @@ impl Redactor {
             }
             _ => {}
         }
+    }
+
+    /// [`Redactor::is_clean`] through the clean cache.
+    fn key_is_clean(&self, key: &str) -> bool {
+        if self.clean.holds(key) {
+            return true;
+        }
+        let clean = self.is_clean(key);
+        if clean {
+            self.clean.keep(key);
+        }
+        clean
     }
 
     /// One pass: `None` when nothing matched.
@@ -254,6 +298,55 @@ mod tests {
 
     use super::legacy::LegacyRedactor;
     use super::*;
+
+    #[test]
+    fn the_clean_cache_keeps_only_short_clean_strings_and_changes_no_answer() {
+        let mut known = KnownSecrets::new();
+        known.add(
+            "HF_TOKEN",
+            &secrecy::SecretString::from("hf_abcdefghijklmnopqrstuvwxyz0123456789"),
+        );
+        let r = Redactor::new(known);
+        let long = "x".repeat(CleanCache::MAX_LEN + 1);
+        let tree = || {
+            serde_json::json!({
+                "status": "RUNNING",
+                "name": "bench-main",
+                "note": "token hf_abcdefghijklmnopqrstuvwxyz0123456789",
+                "long": long,
+                "api_key": "0123456789abcdef0123456789abcdef",
+            })
+        };
+        let mut first = tree();
+        r.redact_json(&mut first);
+        let mut second = tree();
+        r.redact_json(&mut second);
+        assert_eq!(first, second, "the cache changes no answer");
+        assert!(!first.to_string().contains("hf_abc"), "{first}");
+        assert_eq!(first["api_key"], REDACTED);
+        let set = r.clean.0.lock().unwrap();
+        for kept in [
+            "status",
+            "RUNNING",
+            "name",
+            "bench-main",
+            "note",
+            "long",
+            "api_key",
+        ] {
+            assert!(set.contains(kept), "{kept}");
+        }
+        assert!(
+            !set.iter().any(|s| s.contains("hf_")),
+            "a string with a secret is never kept"
+        );
+        assert!(!set.contains(long.as_str()), "a long string is not kept");
+        drop(set);
+        for i in 0..CleanCache::ENTRIES + 10 {
+            r.clean.keep(&format!("k{i}"));
+        }
+        assert!(r.clean.0.lock().unwrap().len() <= CleanCache::ENTRIES);
+    }
 
     const KNOWN: [&str; 3] = [
         "pk/live+Secret Value=42\"x",

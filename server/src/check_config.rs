@@ -68,7 +68,8 @@ pub fn run(args: CheckConfigArgs) -> ExitCode {
     input.prime_rl_checkout = args.prime_rl.clone();
     input.prime_cli = args.prime_cli;
     input.timeout = Duration::from_secs(args.timeout.max(1));
-    // `main` already runs a tokio runtime; validate on a thread of our own with its own.
+    // Validate on a thread of our own with a runtime of its own, so this works whether or not
+    // the caller runs one (blocking on a runtime inside another panics).
     let worker = std::thread::spawn(move || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()

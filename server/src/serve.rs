@@ -27,7 +27,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub sandbox: bool,
     /// Speed factor of the embedded simulator's clock (with --sandbox).
-    #[arg(long, default_value_t = 10.0, value_name = "X")]
+    #[arg(long, default_value = "10", value_name = "X")]
     pub sandbox_speed: f64,
     /// More log detail on stderr (-v debug, -vv trace); FACTORY_MCP_LOG or RUST_LOG override.
     #[arg(short, long, action = clap::ArgAction::Count)]

@@ -91,6 +91,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn embedded_input_schemas() {
+        let generated: serde_json::Map<String, serde_json::Value> = all_tools()
+            .iter()
+            .map(|t| {
+                let schema = (t.generate_input_schema)();
+                (
+                    t.spec.name.to_string(),
+                    serde_json::Value::Object((*schema).clone()),
+                )
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/input_schemas.json");
+        if std::env::var_os("FACTORY_MCP_WRITE_SCHEMAS").is_some() {
+            std::fs::write(path, &text).unwrap();
+        }
+        let embedded = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            embedded == text,
+            "tools/src/input_schemas.json is not what the argument types generate: run \
+             FACTORY_MCP_WRITE_SCHEMAS=1 cargo test -p factory-tools --lib embedded_input_schemas"
+        );
+        for t in all_tools() {
+            assert_eq!(
+                serde_json::Value::Object((*t.tool.input_schema).clone()),
+                generated[t.spec.name],
+                "{} serves the generated schema",
+                t.spec.name
+            );
+        }
+    }
+
+    #[test]
     fn every_tool_is_in_the_catalogue_and_every_catalogue_entry_has_a_tool() {
         let defs = all_tools();
         let mut names: Vec<&str> = defs.iter().map(|d| d.spec.name).collect();

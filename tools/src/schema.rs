@@ -121,6 +121,38 @@ fn closed_objects_as_false(obj: &mut JsonObject) {
     }
 }
 
+/// Every tool's input schema as [`input_schema`] generates it, keyed by tool name, written into
+/// the binary: generating them is about a tenth of a start to the first `tools/list` (schemars
+/// walks every argument type); reading this is a JSON parse. A test regenerates each schema and
+/// fails if this file differs (`FACTORY_MCP_WRITE_SCHEMAS=1 cargo test -p factory-tools
+/// --lib embedded_input_schemas` rewrites it).
+const EMBEDDED_INPUT_SCHEMAS: &str = include_str!("input_schemas.json");
+
+/// The embedded input schemas, parsed on first use.
+fn embedded_input_schemas() -> &'static std::collections::HashMap<String, Arc<JsonObject>> {
+    static PARSED: std::sync::OnceLock<std::collections::HashMap<String, Arc<JsonObject>>> =
+        std::sync::OnceLock::new();
+    PARSED.get_or_init(|| {
+        serde_json::from_str::<serde_json::Map<String, Value>>(EMBEDDED_INPUT_SCHEMAS)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(name, schema)| match schema {
+                Value::Object(obj) => Some((name, Arc::new(obj))),
+                _ => None,
+            })
+            .collect()
+    })
+}
+
+/// The portable input schema of the tool `name` whose argument type is `T`: the embedded one,
+/// or generated when there is none (a tool added since the file was written; the test says so).
+pub fn input_schema_of<T: JsonSchema>(name: &str) -> Arc<JsonObject> {
+    match embedded_input_schemas().get(name) {
+        Some(schema) => schema.clone(),
+        None => input_schema::<T>(),
+    }
+}
+
 /// The portable input schema of an argument type.
 pub fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
     let settings = SchemaSettings::draft2020_12()

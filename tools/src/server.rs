@@ -47,6 +47,9 @@ pub struct ServerTool<S> {
     pub spec: &'static ToolSpec,
     pub tool: Tool,
     handler: Handler<S>,
+    /// Generates the input schema from the argument type (what the embedded one must equal).
+    #[cfg(test)]
+    pub generate_input_schema: fn() -> Arc<rmcp::model::JsonObject>,
 }
 
 impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
@@ -64,10 +67,14 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
             .destructive(spec.hints.destructive)
             .idempotent(spec.hints.idempotent)
             .open_world(spec.hints.open_world);
-        let tool = Tool::new(spec.name, spec.description, schema::input_schema::<A>())
-            .with_title(spec.title)
-            .with_annotations(annotations)
-            .with_raw_output_schema(schema::output_schema());
+        let tool = Tool::new(
+            spec.name,
+            spec.description,
+            schema::input_schema_of::<A>(name),
+        )
+        .with_title(spec.title)
+        .with_annotations(annotations)
+        .with_raw_output_schema(schema::output_schema());
         let f = Arc::new(f);
         let handler: Handler<S> = Arc::new(move |state: Arc<S>, args, call| {
             let f = f.clone();
@@ -97,6 +104,8 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
             spec,
             tool,
             handler,
+            #[cfg(test)]
+            generate_input_schema: schema::input_schema::<A>,
         }
     }
 }
