@@ -1,5 +1,6 @@
 //! The `factory-mcp` binary: parses the command line and dispatches each subcommand to the
-//! crate that owns it. No logic lives here beyond starting the embedded sandbox.
+//! crate that owns it. No logic lives here beyond choosing the runtime a command runs on and
+//! starting the embedded sandbox.
 
 mod demo;
 mod doctor;
@@ -89,15 +90,16 @@ fn main() -> ExitCode {
     let cli = parse();
     match cli.command {
         Command::CheckConfig(args) => factory_server::check_config::run(args),
-        Command::Approve(args) => factory_server::approve::run(args),
         Command::Setup(args) => setup::run(args),
         Command::Completions(args) => manpage::completions(args),
         Command::Man(args) => manpage::man(args),
         Command::Serve(args) if args.http.is_none() && !args.sandbox => {
-            // One client over stdio: one thread. Its calls interleave on it (tool work is
-            // I/O-bound; SQLite and file work go to the blocking pool as ever), with no
-            // hand-offs between worker threads on each message, and no workers to start
-            // before the first answer (docs/BENCHMARKS.md, issue 20).
+            // One client over stdio: one thread. Its calls interleave on it (tool work waits
+            // on the platform), with no hand-off between worker threads on each message and
+            // no workers to start before the first answer (docs/BENCHMARKS.md, issue 20). The
+            // cost: a call's synchronous work — the SQLite store answers inline, and waits up
+            // to its busy timeout on a database another process holds locked — holds up the
+            // others meanwhile (docs/ARCHITECTURE.md, "A tool call").
             match runtime(tokio::runtime::Builder::new_current_thread()) {
                 Ok(rt) => rt.block_on(factory_server::serve::run(args, None)),
                 Err(code) => code,
@@ -118,7 +120,9 @@ fn runtime(mut builder: tokio::runtime::Builder) -> Result<tokio::runtime::Runti
 }
 
 /// The commands that run on the multi-threaded runtime: the HTTP server (many clients), the
-/// embedded sandbox beside a server, the simulator, the guard, the demo and doctor.
+/// embedded sandbox beside a server, the simulator, the guard, the demo, doctor, and approve
+/// (a synchronous command that blocks its thread on store calls and on the approval page:
+/// `approve::wait`, `page::approve_on_page`).
 async fn run_async(command: Command) -> ExitCode {
     match command {
         Command::Demo(args) => demo::run(args).await,

@@ -615,7 +615,7 @@ impl Bench {
         let cpu0 = procfs::cpu_secs(me).unwrap_or(0.0);
         let server_cpu0 = server_pid.and_then(procfs::cpu_secs).unwrap_or(0.0);
         let (mut n, t0) = (0u64, Instant::now());
-        while t0.elapsed() < secs {
+        while n == 0 || t0.elapsed() < secs {
             mcp::call(client, op.tool, &op.args).await?;
             n += 1;
         }
@@ -631,20 +631,21 @@ impl Bench {
                 )
             })
             .unwrap_or_default();
+        if reqs.iter().any(|(m, _)| m != "GET") {
+            bail!("the floor replays GETs only: {reqs:?}");
+        }
         let urls: Vec<String> = reqs
             .iter()
             .map(|(_, p)| format!("{}{p}", self.base))
             .collect();
         let (mut m, t1) = (0u64, Instant::now());
-        while t1.elapsed() < secs / 2 {
+        while m == 0 || t1.elapsed() < secs / 2 {
             for u in &urls {
-                self.http
-                    .get(u)
-                    .bearer_auth(&self.key)
-                    .send()
-                    .await?
-                    .bytes()
-                    .await?;
+                let r = self.http.get(u).bearer_auth(&self.key).send().await?;
+                if !r.status().is_success() {
+                    bail!("{u}: {}", r.status());
+                }
+                r.bytes().await?;
             }
             m += 1;
         }

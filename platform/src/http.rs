@@ -116,15 +116,18 @@ impl Call {
     }
 }
 
-/// Encode one caller-supplied id as a path segment. Empty ids, ids containing `/`, and the
-/// dot segments `.`/`..` are refused: URL parsers (WHATWG, so reqwest too) turn `%2E` back
-/// into a dot segment, so they could only ever reach a different endpoint.
 /// `base` (without trailing slashes) parsed, when a request URL can be made from it by setting
 /// the path alone: no query, no fragment.
 fn parsed_base(base: &str) -> Option<(String, Url)> {
     let base = base.trim_end_matches('/');
     let url = Url::parse(base).ok()?;
-    (!url.cannot_be_a_base() && url.query().is_none() && url.fragment().is_none())
+    // A base whose path ends in a dot segment normalises differently alone than with more
+    // after it: such a base is parsed whole on every call, as before.
+    let probe = Url::parse(&format!("{base}/api/v1/probe")).ok()?;
+    (!url.cannot_be_a_base()
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url_on(&url, "/probe") == probe)
         .then(|| (base.to_string(), url))
 }
 
@@ -138,6 +141,9 @@ fn url_on(base: &Url, path: &str) -> Url {
     url
 }
 
+/// Encode one caller-supplied id as a path segment. Empty ids, ids containing `/`, and the
+/// dot segments `.`/`..` are refused: URL parsers (WHATWG, so reqwest too) turn `%2E` back
+/// into a dot segment, so they could only ever reach a different endpoint.
 pub(crate) fn segment(value: &str, what: &str) -> Result<String, PlatformError> {
     if value.is_empty() {
         return Err(PlatformError::InvalidArgument(format!("{what} is empty")));
@@ -732,6 +738,8 @@ mod tests {
             "https://example.com/prefix/",
             "https://EXAMPLE.com:443/a%20b",
             "http://[::1]:9/x/y",
+            "http://user:pw@h:81/p/",
+            "http://h/a/..",
             "https://bücher.example/p",
         ] {
             let (from, parsed) = parsed_base(base).expect(base);
@@ -754,6 +762,8 @@ mod tests {
         assert!(parsed_base("https://example.com/#f").is_none());
         assert!(parsed_base("mailto:x@example.com").is_none());
         assert!(parsed_base("not a url").is_none());
+        // A dot segment at the end of the base's path: parsed whole each time instead.
+        assert!(parsed_base("http://h/a//.").is_none());
     }
 
     #[test]

@@ -53,8 +53,9 @@ pub struct Redactor {
 }
 
 /// See [`Redactor::clean`]: at most [`CleanCache::ENTRIES`] strings of at most
-/// [`CleanCache::MAX_LEN`] bytes, emptied when full. Never waited for: a caller that finds it
-/// busy scans.
+/// [`CleanCache::MAX_LEN`] bytes and without a digit (ids, times and numbers rarely repeat:
+/// they would only churn it), emptied when full. Never waited for: a caller that finds it busy
+/// scans.
 #[derive(Default)]
 struct CleanCache(std::sync::Mutex<std::collections::HashSet<Box<str>>>);
 
@@ -62,12 +63,16 @@ impl CleanCache {
     const MAX_LEN: usize = 64;
     const ENTRIES: usize = 4096;
 
+    fn fits(s: &str) -> bool {
+        s.len() <= Self::MAX_LEN && !s.bytes().any(|b| b.is_ascii_digit())
+    }
+
     fn holds(&self, s: &str) -> bool {
-        s.len() <= Self::MAX_LEN && self.0.try_lock().is_ok_and(|set| set.contains(s))
+        Self::fits(s) && self.0.try_lock().is_ok_and(|set| set.contains(s))
     }
 
     fn keep(&self, s: &str) {
-        if s.len() <= Self::MAX_LEN
+        if Self::fits(s)
             && let Ok(mut set) = self.0.try_lock()
         {
             if set.len() >= Self::ENTRIES {
@@ -342,8 +347,17 @@ mod tests {
         );
         assert!(!set.contains(long.as_str()), "a long string is not kept");
         drop(set);
+        r.clean.keep("run-2026-12-02");
+        assert!(
+            !r.clean.holds("run-2026-12-02"),
+            "a string with a digit is not kept"
+        );
         for i in 0..CleanCache::ENTRIES + 10 {
-            r.clean.keep(&format!("k{i}"));
+            let name: String = format!("{i:x}")
+                .chars()
+                .map(|c| (b'g' + c as u8 % 16) as char)
+                .collect();
+            r.clean.keep(&name);
         }
         assert!(r.clean.0.lock().unwrap().len() <= CleanCache::ENTRIES);
     }
