@@ -85,14 +85,15 @@ if [[ -n "$before" ]]; then
     --out target/bench/before \
     --no-fetch \
     "${old_args[@]}" > /dev/null
-  # The new driver measures the old binary on what only it knows (run history, fetch rows):
-  # whole-process figures, so the driver's own version does not enter them.
+  # The new driver measures the old binary on what only it knows or measures otherwise (run
+  # history, fetch rows, HTTP with a client that keeps its connections): whole-process
+  # figures, so the driver's own version does not enter them.
   target/release/factory-bench \
     --server "$bdir/target/release/factory-mcp" \
     --seed scripts/bench/seed.json \
     --scripts scripts/bench \
     --out target/bench/before/extra \
-    --only history,fetch \
+    --only history,fetch,http \
     "${args[@]}" > /dev/null
 fi
 

@@ -838,9 +838,25 @@ async fn chromium_sign_in(
     b.type_into("input[name=login]", login).await;
     b.type_into("input[name=password]", "any").await;
     b.click("button[type=submit]").await;
+    // A click returns once dispatched, not once the form's navigation is done: the login and
+    // the consent forms share one URL, so wait for the login form to be gone before reading
+    // where the browser is (else the consent form can be taken for the login one, never sent).
+    let mut polls = 0;
+    while b.find("input[name=login]").await.is_some() {
+        polls += 1;
+        assert!(polls < 10_000, "the login form never went away");
+    }
     if b.current_url().await.starts_with(&provider.issuer) {
         // The development consent form.
         b.click("button[type=submit]").await;
+        let mut polls = 0;
+        while b.current_url().await.starts_with(&provider.issuer) {
+            polls += 1;
+            assert!(
+                polls < 10_000,
+                "the consent form never sent the browser back"
+            );
+        }
     }
 }
 

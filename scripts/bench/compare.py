@@ -5,8 +5,8 @@
 
 BEFORE_DIR holds results.json of the old driver measuring the old server (every section the
 old driver has, in-process overhead included) and, if present, extra/results.json: the new
-driver measuring the old server's binary on the sections the old driver lacks (run history,
-new fetch rows). AFTER_DIR holds the new driver's results.json. CRITERION_DIR (optional) is
+driver measuring the old server's binary on the sections the old driver lacks or measures
+otherwise (run history, new fetch rows, HTTP with a client that keeps its connections). AFTER_DIR holds the new driver's results.json. CRITERION_DIR (optional) is
 target/criterion, for the redaction bench (old and one-pass redactor in the same run).
 Prints Markdown. A figure one side lacks is shown as "–".
 """
@@ -104,22 +104,34 @@ def main():
             w(f"| cold start {k[:-3]} | {us(vb)} | **{us(va)}** | {ratio(vb, va)} |")
         vb, va = get(cb, "get_run_call", "p50_us"), get(ca, "get_run_call", "p50_us")
         w(f"| get_run call p50 (stdio) | {us(vb)} | {us(va)} | {ratio(vb, va)} |")
+        floor = get(a, "cold_start", "process_floor", "p50_us")
+        if floor:
+            w(f"| process floor p50 (`null-mcp`, measured in the after run) | {us(floor)} | {us(floor)} | |")
+            sb, sa = get(cb, "cold_start", "p50_us"), get(ca, "cold_start", "p50_us")
+            above = lambda v: v - floor if v else None
+            w(f"| **above the floor** p50 | {us(above(sb))} | **{us(above(sa))}** | {ratio(above(sb), above(sa))} |")
         w("")
 
     hb, ha = b.get("http_throughput"), a.get("http_throughput")
+    hx = bx.get("http_throughput")
     if hb or ha:
         w("## get_run over streamable HTTP\n")
-        w("| clients | calls/s before | calls/s after | server CPU per call before | after | CPU speed-up |")
-        w("|---|---|---|---|---|---|")
+        w("Before: the old driver on the old server; before\\*: the new driver (a client that keeps its "
+          "connections) on the old server's binary; after: the new driver on the new server.\n")
+        w("| clients | calls/s before | before\\* | calls/s after | server CPU per call before | before\\* | after | CPU speed-up (before ÷ after) |")
+        w("|---|---|---|---|---|---|---|---|")
         lb, la = by(get(hb, "levels"), "clients"), by(get(ha, "levels"), "clients")
+        lx = by(get(hx, "levels"), "clients")
         for n in list(la) or list(lb):
-            x, y = lb.get(n, {}), la.get(n, {})
+            x, y, z = lb.get(n, {}), la.get(n, {}), lx.get(n, {})
             cb_, ca_ = x.get("server_cpu_us_per_call"), y.get("server_cpu_us_per_call")
             cps_b, cps_a = x.get("calls_per_s"), y.get("calls_per_s")
-            w(f"| {n} | {cps_b and round(cps_b) or '–'} | **{cps_a and round(cps_a) or '–'}** | {us(cb_)} | **{us(ca_)}** | {ratio(cb_, ca_)} |")
+            cps_x = z.get("calls_per_s")
+            w(f"| {n} | {cps_b and round(cps_b) or '–'} | {cps_x and round(cps_x) or '–'} | **{cps_a and round(cps_a) or '–'}** | "
+              f"{us(cb_)} | {us(z.get('server_cpu_us_per_call'))} | **{us(ca_)}** | {ratio(cb_, ca_)} |")
         for k, label in (("rss_idle_kib", "RSS idle"), ("rss_peak_after_load_kib", "RSS peak after 64 clients")):
             vb, va = get(hb, k), get(ha, k)
-            w(f"| {label} | {vb and f'{vb / 1024:.1f} MiB' or '–'} | {va and f'{va / 1024:.1f} MiB' or '–'} | | | |")
+            w(f"| {label} | {vb and f'{vb / 1024:.1f} MiB' or '–'} | | {va and f'{va / 1024:.1f} MiB' or '–'} | | | | |")
         w("")
 
     fb = by((b.get("fetch_traces") or []) + (bx.get("fetch_traces") or []), "label")
