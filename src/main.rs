@@ -86,7 +86,8 @@ fn serve_only_command() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    // The command line first: `--help`, `--version` and the sync commands build no runtime.
+    // The command line first: `--help`, `--version`, check-config, setup, completions and man
+    // build no runtime.
     let cli = parse();
     match cli.command {
         Command::CheckConfig(args) => factory_server::check_config::run(args),
