@@ -730,23 +730,8 @@ async fn a_person_signs_in_with_the_issuer_on_the_page_and_only_an_approver_deci
     assert_eq!(done.status, 200, "{}", done.body);
     assert!(done.body.contains("Approved"), "{}", done.body);
 
-    // The assistant's next call launches, once.
-    let launched = common::ok(&common::call(&c, "launch_run", json!({"plan_id": id})).await);
-    assert_eq!(launched["deduplicated"], false, "{launched}");
-    assert_eq!(w.sandbox.create_requests(), 1);
-    c.cancel().await.unwrap();
-
-    // The decision names the person who signed in.
-    drop(g);
-    let store = factory_policies::store::Store::open(&w.state_dir()).expect("store");
-    let decides: Vec<_> = store
-        .audit_entries(1000)
-        .expect("audit")
-        .into_iter()
-        .filter(|e| e.event.action == "decide" && e.event.plan_id.as_deref() == Some(&id))
-        .map(|e| (e.event.actor, e.event.subject))
-        .collect();
-    assert_eq!(decides, vec![("page".to_owned(), Some("alice".to_owned()))]);
+    // The assistant's next call launches, once; the decision names the person who signed in.
+    let store = launched_once_as_alice_decided(&w, c, g, &id).await;
     // Every page event on the plan names who was signed in: the refused viewer, then alice.
     let page_rows: Vec<_> = store
         .audit_entries(1000)
@@ -895,6 +880,18 @@ async fn in_headless_chromium_a_person_signs_in_approves_and_one_run_starts() {
     assert!(said.starts_with("Approved"), "{said}");
     b.quit().await;
 
+    launched_once_as_alice_decided(&w, c, g, &id).await;
+}
+
+/// After a page approval: the assistant's `launch_run` starts exactly one run, and the audit
+/// log's one decision on the plan is the page's, under alice's `sub`. The gateway is stopped
+/// (the store is read after); the store is returned for more checks.
+async fn launched_once_as_alice_decided(
+    w: &World,
+    c: rmcp::service::RunningService<RoleClient, Opener>,
+    g: Gateway,
+    id: &str,
+) -> factory_policies::store::Store {
     let launched = common::ok(&common::call(&c, "launch_run", json!({"plan_id": id})).await);
     assert_eq!(launched["deduplicated"], false, "{launched}");
     assert_eq!(w.sandbox.create_requests(), 1, "exactly one run");
@@ -905,10 +902,11 @@ async fn in_headless_chromium_a_person_signs_in_approves_and_one_run_starts() {
         .audit_entries(1000)
         .expect("audit")
         .into_iter()
-        .filter(|e| e.event.action == "decide" && e.event.plan_id.as_deref() == Some(&id))
+        .filter(|e| e.event.action == "decide" && e.event.plan_id.as_deref() == Some(id))
         .map(|e| (e.event.actor, e.event.subject))
         .collect();
     assert_eq!(decides, vec![("page".to_owned(), Some("alice".to_owned()))]);
+    store
 }
 
 /// `http://host/approve/PLAN?t=TOKEN` → (origin, plan, token).

@@ -631,30 +631,16 @@ impl Bench {
                 )
             })
             .unwrap_or_default();
-        if reqs.iter().any(|(m, _)| m != "GET") {
-            bail!("the floor replays GETs only: {reqs:?}");
-        }
-        let urls: Vec<String> = reqs
-            .iter()
-            .map(|(_, p)| format!("{}{p}", self.base))
-            .collect();
-        let (mut m, t1) = (0u64, Instant::now());
-        while m == 0 || t1.elapsed() < secs / 2 {
-            for u in &urls {
-                let r = self.http.get(u).bearer_auth(&self.key).send().await?;
-                if !r.status().is_success() {
-                    bail!("{u}: {}", r.status());
-                }
-                r.bytes().await?;
-            }
-            m += 1;
-        }
-        let floor_us = t1.elapsed().as_secs_f64() * 1e6 / m as f64;
-        let floor_cpu = (procfs::cpu_secs(me).unwrap_or(0.0) - cpu1) * 1e6 / m as f64;
+        // The floor as the report measures it (GETs only, statuses checked), its CPU over
+        // every sample it took, warm-up included.
+        let floor = self.floor(&reqs).await?;
+        let floor_calls = (floor.n + self.budgets.tool.warmup).max(1) as f64;
+        let floor_us = floor.mean_us;
+        let floor_cpu = (procfs::cpu_secs(me).unwrap_or(0.0) - cpu1) * 1e6 / floor_calls;
         println!(
             "{name}: tool {} {tool_us:.1} µs/call (CPU here {tool_cpu:.1} µs{server_cpu}) over {n} calls; floor {floor_us:.1} µs (CPU {floor_cpu:.1} µs, {} request(s)); overhead {:.1} µs (CPU {:.1} µs)",
             if stdio { "over stdio" } else { "in process" },
-            urls.len(),
+            reqs.len(),
             tool_us - floor_us,
             tool_cpu - floor_cpu
         );

@@ -291,28 +291,34 @@ async fn bearer_auth(
     let Some(expected) = token.as_ref() else {
         return run_busy(request, next).await;
     };
-    let presented = request
-        .headers()
+    if bearer_matches(request.headers(), expected) {
+        run_busy(request, next).await
+    } else {
+        unauthorized(
+            "401 Unauthorized: send `Authorization: Bearer <token>` with the token from the server's --auth-token-file\n",
+            "Bearer realm=\"factory-mcp\"",
+        )
+    }
+}
+
+/// Whether `headers` carry `Authorization: Bearer <expected>` (compared in constant time).
+pub(crate) fn bearer_matches(headers: &http::HeaderMap, expected: &SecretString) -> bool {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    let ok = presented
-        .is_some_and(|p| constant_time_eq(p.as_bytes(), expected.expose_secret().as_bytes()));
-    if ok {
-        run_busy(request, next).await
-    } else {
-        let mut response = (
-            StatusCode::UNAUTHORIZED,
-            "401 Unauthorized: send `Authorization: Bearer <token>` with the token from the server's --auth-token-file\n",
-        )
-            .into_response();
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"factory-mcp\""),
-        );
-        response
-    }
+        .map(str::trim)
+        .is_some_and(|p| constant_time_eq(p.as_bytes(), expected.expose_secret().as_bytes()))
+}
+
+/// A 401 saying `what` to do, with its `WWW-Authenticate` challenge.
+pub(crate) fn unauthorized(what: &'static str, challenge: &'static str) -> Response {
+    let mut response = (StatusCode::UNAUTHORIZED, what).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    response
 }
 
 /// Run an authenticated request, its connection marked busy until the answer's last byte has

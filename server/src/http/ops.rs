@@ -258,27 +258,13 @@ async fn metrics_auth(
     let Some(expected) = token.as_ref() else {
         return next.run(request).await;
     };
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    if presented
-        .is_some_and(|p| super::constant_time_eq(p.as_bytes(), expected.expose_secret().as_bytes()))
-    {
+    if super::bearer_matches(request.headers(), expected) {
         return next.run(request).await;
     }
-    let mut response = (
-        StatusCode::UNAUTHORIZED,
+    super::unauthorized(
         "401 Unauthorized: send `Authorization: Bearer <token>` with the token from the server's --metrics-token-file\n",
+        "Bearer realm=\"factory-mcp-metrics\"",
     )
-        .into_response();
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"factory-mcp-metrics\""),
-    );
-    response
 }
 
 #[cfg(test)]
