@@ -7,7 +7,11 @@
 //! - `launch_run` of one plan through all three at once while the platform drops the create
 //!   answer (it commits the run, then closes the connection): one run, every replica returns it;
 //! - a replica killed (SIGKILL) while its create is in flight: the others settle the dispatch
-//!   (the lease is short: `--dispatch-lease-seconds 1`), still one run.
+//!   (the lease is short: `--dispatch-lease-seconds 1`), still one run;
+//! - a launch that found no journal record, held (a sandbox `hold` fault) while another
+//!   replica's attempt is claimed and its answer lost, settles that attempt before sending
+//!   anything: it returns the run that attempt made, or waits out its settle window — never a
+//!   second create. The interleaving is forced, not hoped for.
 //!
 //! Waiting is polling with a bound, never a timed assertion.
 
@@ -312,6 +316,92 @@ async fn a_replica_killed_mid_dispatch_is_settled_by_the_others_with_one_run() {
     }
     assert!(settled, "no replica settled the dead one's dispatch");
     assert_eq!(w.sandbox.create_requests(), 1);
+}
+
+/// Hold `launch_run` on the replica at its budget re-check (after it settled the plan's journal
+/// record and found none, before its claim), and meanwhile play another replica: claim the
+/// plan's dispatch in the shared journal, let the platform create the run or not, lose the
+/// answer. Release; return the launch's answer.
+async fn launch_across_a_lost_attempt(
+    w: &World,
+    r: &Replica,
+    store: &PgStore,
+    plan_id: &str,
+    other_creates: Option<&str>,
+) -> CallToolResult {
+    let mut hold = FaultRule::new("/api/v1/training/available-fft-models", FaultEffect::Hold);
+    hold.method = Some("GET".into());
+    hold.times = Some(1);
+    w.sandbox.add_fault(hold);
+    let peer = r.client.peer().clone();
+    let params = CallToolRequestParams::new("launch_run")
+        .with_arguments(json!({"plan_id": plan_id}).as_object().unwrap().clone());
+    let launch = tokio::spawn(async move { peer.call_tool(params).await });
+    let mut held = false;
+    for _ in 0..400 {
+        if w.sandbox.held_requests() == 1 {
+            held = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(held, "launch_run never reached its re-check");
+    assert!(store.dispatch(plan_id).await.unwrap().is_none());
+    // The other replica's attempt.
+    assert!(
+        store
+            .claim_dispatch(plan_id, Duration::from_secs(600))
+            .await
+            .unwrap()
+            .is_claimed()
+    );
+    if let Some(name) = other_creates {
+        w.create_run(0, name, 5, Some(TEAM)).await;
+    }
+    store.mark_unknown(plan_id, "answer lost").await.unwrap();
+    assert_eq!(w.sandbox.release_held(), 1);
+    launch.await.expect("join").expect("launch_run")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_launch_overtaken_by_a_lost_attempt_settles_that_attempt_and_never_creates_twice() {
+    let pg = Postgres::start();
+    let db = pg.database();
+    let w = World::new().await;
+    let r = start_replica(&w, &db, &common::plan_mode_args()).await;
+    let store = shared_store(&db).await;
+
+    // The other attempt's create was committed: the launch returns that run.
+    let plan_id = plan(&r.client, "overtaken-run").await;
+    let out = launch_across_a_lost_attempt(&w, &r, &store, &plan_id, Some("overtaken-run")).await;
+    let runs = runs_named(&w, "overtaken-run");
+    assert_eq!(runs.len(), 1, "one run: {runs:?}");
+    assert_eq!(structured(&out)["run_id"], runs[0]["id"]);
+    assert_eq!(
+        w.sandbox.create_requests(),
+        1,
+        "only the other attempt's create"
+    );
+    match store.dispatch(&plan_id).await.unwrap().unwrap().state {
+        DispatchState::Dispatched { run_id, .. } => assert_eq!(runs[0]["id"], run_id),
+        other => panic!("{other:?}"),
+    }
+
+    // The other attempt's create is not visible (yet): the launch sends nothing and says when
+    // to call again; once the late create shows, the next call returns it.
+    let plan_id = plan(&r.client, "late-run").await;
+    let out = launch_across_a_lost_attempt(&w, &r, &store, &plan_id, None).await;
+    assert!(is_error(&out), "{}", common::text(&out));
+    let said = common::text(&out);
+    assert!(said.contains("call launch_run again in"), "{said}");
+    assert!(said.contains("Nothing new was dispatched"), "{said}");
+    assert!(runs_named(&w, "late-run").is_empty());
+    assert_eq!(w.sandbox.create_requests(), 1);
+    assert_eq!(store.dispatch(&plan_id).await.unwrap().unwrap().attempts, 1);
+    let late = w.create_run(0, "late-run", 5, Some(TEAM)).await;
+    let out = launched(&r.client, &plan_id).await;
+    assert_eq!(out["run_id"], late.as_str());
+    assert_eq!(runs_named(&w, "late-run").len(), 1);
 }
 
 /// A measurement, not a check of timing: tool-call latency of `get_run` and `plan_run` through

@@ -76,6 +76,7 @@ behaviours!(
     a_dispatched_plan_keeps_its_run,
     a_failed_dispatch_can_be_claimed_again_an_unknown_one_cannot,
     take_over_needs_an_expired_lease_and_succeeds_once,
+    a_doubtful_attempt_is_retried_once_and_only_as_judged,
     a_volume_is_created_at_most_once,
     a_page_token_is_spent_once,
     the_run_list_cache_keeps_what_was_read,
@@ -449,6 +450,84 @@ async fn take_over_needs_an_expired_lease_and_succeeds_once(b: &Backend) {
         .await
         .unwrap();
     assert!(!s.take_over("plan_t", LONG).await.unwrap().is_claimed());
+}
+
+/// A retry names the attempt its caller judged (reconciled, settle window waited out): it wins
+/// once among racing replicas, and never once the record has moved on to another attempt or
+/// out of doubt — the judgement of one attempt never licenses a dispatch after another.
+async fn a_doubtful_attempt_is_retried_once_and_only_as_judged(b: &Backend) {
+    let s = b.open().await;
+    let e = s.retry_dispatch("plan_r0", 1, LONG).await.unwrap_err();
+    assert!(matches!(e, StoreError::NotClaimed { .. }), "{e}");
+    // A live attempt is not retried, whatever its number.
+    assert!(s.claim_dispatch("plan_r", LONG).await.unwrap().is_claimed());
+    assert!(
+        !s.retry_dispatch("plan_r", 1, LONG)
+            .await
+            .unwrap()
+            .is_claimed()
+    );
+    // Attempt 1's answer was lost: racing replicas retry it, exactly one wins.
+    s.mark_unknown("plan_r", "answer lost").await.unwrap();
+    let judged = s.dispatch("plan_r").await.unwrap().unwrap();
+    assert_eq!(judged.attempts, 1);
+    let handles = join_all((0..6).map(|_| b.open())).await;
+    let won = join_all(handles.iter().map(|h| h.retry_dispatch("plan_r", 1, LONG)))
+        .await
+        .into_iter()
+        .filter(|c| c.as_ref().unwrap().is_claimed())
+        .count();
+    assert_eq!(won, 1);
+    let now = s.dispatch("plan_r").await.unwrap().unwrap();
+    assert_eq!(now.attempts, 2);
+    assert!(now.started_at >= judged.started_at);
+    assert!(matches!(
+        now.state,
+        DispatchState::Dispatching {
+            lease_expired: false,
+            ..
+        }
+    ));
+    // Attempt 2's answer is lost too: a verdict about attempt 1 (a caller that judged it, then
+    // ran late) retries nothing; a verdict about attempt 2 does.
+    handles[0]
+        .mark_unknown("plan_r", "lost again")
+        .await
+        .unwrap();
+    match s.retry_dispatch("plan_r", 1, LONG).await.unwrap() {
+        Claim::Existing(rec) => {
+            assert_eq!(rec.attempts, 2);
+            assert!(matches!(rec.state, DispatchState::Unknown { .. }));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        s.retry_dispatch("plan_r", 2, LONG)
+            .await
+            .unwrap()
+            .is_claimed()
+    );
+    // A holder that died (its lease is over) is retried the same way, once.
+    assert!(
+        s.claim_dispatch("plan_d", Duration::ZERO)
+            .await
+            .unwrap()
+            .is_claimed()
+    );
+    let won = join_all(handles.iter().map(|h| h.retry_dispatch("plan_d", 1, LONG)))
+        .await
+        .into_iter()
+        .filter(|c| c.as_ref().unwrap().is_claimed())
+        .count();
+    assert_eq!(won, 1);
+    // A settled record is never retried.
+    s.mark_dispatched("plan_d", "run_d", &json!({}))
+        .await
+        .unwrap();
+    match s.retry_dispatch("plan_d", 2, LONG).await.unwrap() {
+        Claim::Existing(rec) => assert!(matches!(rec.state, DispatchState::Dispatched { .. })),
+        other => panic!("{other:?}"),
+    }
 }
 
 async fn a_volume_is_created_at_most_once(b: &Backend) {

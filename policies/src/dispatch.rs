@@ -51,7 +51,9 @@ pub fn settle_wait(
     }
 }
 
-/// What the dispatcher does when its claim finds a record (reconciliation ran just before).
+/// What the dispatcher does when its claim finds a record. The settling before the claim may
+/// have seen no record, or another attempt than the one found now (replicas and sessions race
+/// between the two), so a verdict reached then never licenses a dispatch now.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClaimConflict<'a> {
     /// Dispatched meanwhile: return that run.
@@ -59,11 +61,11 @@ pub enum ClaimConflict<'a> {
         run_id: &'a str,
         details: &'a serde_json::Value,
     },
-    /// The holder died and no run appeared: take its lease over.
-    TakeOver,
-    /// The earlier attempt had an unknown outcome and created nothing: mark it failed and
-    /// claim afresh.
-    Reclaim,
+    /// The attempt found is in doubt (its outcome unknown, or its holder died): settle that
+    /// attempt (look for its run, wait out its settle window), and only then claim a retry of
+    /// that very attempt, atomically (of several callers one wins, and none once the record
+    /// has moved on).
+    InDoubt,
     /// Someone else is dispatching.
     Busy,
 }
@@ -77,8 +79,8 @@ pub fn on_claim_conflict(state: &DispatchState) -> ClaimConflict<'_> {
         DispatchState::Dispatching {
             lease_expired: true,
             ..
-        } => ClaimConflict::TakeOver,
-        DispatchState::Unknown { .. } => ClaimConflict::Reclaim,
+        }
+        | DispatchState::Unknown { .. } => ClaimConflict::InDoubt,
         _ => ClaimConflict::Busy,
     }
 }
@@ -132,13 +134,13 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_conflict_takes_over_only_a_dead_holder() {
+    fn a_claim_conflict_settles_a_dead_holder_or_a_lost_answer_first() {
         let dead = DispatchState::Dispatching {
             holder: "h".into(),
             lease_until: at("2026-01-01T00:00:00Z"),
             lease_expired: true,
         };
-        assert_eq!(on_claim_conflict(&dead), ClaimConflict::TakeOver);
+        assert_eq!(on_claim_conflict(&dead), ClaimConflict::InDoubt);
         let live = DispatchState::Dispatching {
             holder: "h".into(),
             lease_until: at("2026-01-01T00:00:00Z"),
@@ -146,6 +148,6 @@ mod tests {
         };
         assert_eq!(on_claim_conflict(&live), ClaimConflict::Busy);
         let lost = DispatchState::Unknown { reason: "x".into() };
-        assert_eq!(on_claim_conflict(&lost), ClaimConflict::Reclaim);
+        assert_eq!(on_claim_conflict(&lost), ClaimConflict::InDoubt);
     }
 }

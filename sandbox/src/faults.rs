@@ -5,9 +5,10 @@
 //! applies them.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 /// How a rule's path is compared with the request path (query string excluded).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +41,10 @@ pub enum FaultEffect {
     /// S3 endpoint only: the request's transfer credentials expire now (it is refused with
     /// `ExpiredToken`, and so is every later request with them).
     ExpireCredentials,
+    /// Hold the request, unhandled, until released (`POST /_sandbox/faults/release`,
+    /// `SandboxHandle::release_held`), then handle it normally: a test's gate between two steps
+    /// of a client, with no clock involved.
+    Hold,
 }
 
 /// One fault rule. `times` absent or 0 means the rule never runs out.
@@ -136,6 +141,52 @@ impl Faults {
             }
         }
         Some(fired)
+    }
+}
+
+/// Requests held by `hold` rules. A release lets go of every request held at that moment; a
+/// request arriving later waits for the next release.
+#[derive(Debug)]
+pub(crate) struct Holds {
+    releases: watch::Sender<u64>,
+    held: AtomicUsize,
+}
+
+impl Default for Holds {
+    fn default() -> Self {
+        Self {
+            releases: watch::channel(0).0,
+            held: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Holds {
+    /// Wait for the next release (or for the client to go away: the count follows the drop).
+    pub(crate) async fn hold(&self) {
+        struct Held<'a>(&'a AtomicUsize);
+        impl Drop for Held<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let mut rx = self.releases.subscribe();
+        let seen = *rx.borrow_and_update();
+        self.held.fetch_add(1, Ordering::SeqCst);
+        let _held = Held(&self.held);
+        let _ = rx.wait_for(|n| *n != seen).await;
+    }
+
+    /// How many requests are held now.
+    pub(crate) fn held(&self) -> usize {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// Let go of every request held now; returns how many there were.
+    pub(crate) fn release(&self) -> usize {
+        let n = self.held();
+        self.releases.send_modify(|r| *r = r.wrapping_add(1));
+        n
     }
 }
 

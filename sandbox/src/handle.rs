@@ -286,12 +286,24 @@ impl SandboxHandle {
             .list()
     }
 
+    /// Clear the fault rules and release every held request.
     pub fn clear_faults(&self) {
         self.state
             .faults
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        self.state.holds.release();
+    }
+
+    /// How many requests `hold` rules are holding now.
+    pub fn held_requests(&self) -> usize {
+        self.state.holds.held()
+    }
+
+    /// Let go of every request held now (each is then handled normally); returns how many.
+    pub fn release_held(&self) -> usize {
+        self.state.holds.release()
     }
 
     /// Stops accepting, closes every connection, and waits for the server task.

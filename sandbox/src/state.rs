@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 
 use crate::clock::Clock;
-use crate::faults::Faults;
+use crate::faults::{Faults, Holds};
 use crate::logcache::LogCache;
 use crate::s3_store::S3State;
 use crate::world::World;
@@ -24,6 +24,8 @@ pub(crate) struct AppState {
     world: Mutex<World>,
     pub(crate) clock: Clock,
     pub(crate) faults: Mutex<Faults>,
+    /// Requests held by `hold` fault rules until released.
+    pub(crate) holds: Holds,
     pub(crate) requests: Mutex<Vec<RequestRecord>>,
     /// The volumes' S3-compatible endpoint: issued credentials, leases, uploads.
     pub(crate) s3: S3State,
@@ -46,6 +48,7 @@ impl AppState {
             world: Mutex::new(world),
             clock,
             faults: Mutex::new(Faults::default()),
+            holds: Holds::default(),
             requests: Mutex::new(Vec::new()),
             s3: S3State::default(),
             logs: LogCache::default(),

@@ -76,6 +76,15 @@ pub trait StateStore: Send + Sync {
     fn claim_dispatch<'a>(&'a self, plan_id: &'a str, lease: Duration) -> StoreFuture<'a, Claim>;
     /// Take over a dispatch whose holder's lease expired.
     fn take_over<'a>(&'a self, plan_id: &'a str, lease: Duration) -> StoreFuture<'a, Claim>;
+    /// Claim attempt `attempt + 1` of a dispatch whose attempt `attempt` is in doubt (unknown,
+    /// or in progress under an expired lease) and was settled as having created no run: only
+    /// while the record is still that attempt in doubt (`Existing` otherwise).
+    fn retry_dispatch<'a>(
+        &'a self,
+        plan_id: &'a str,
+        attempt: u32,
+        lease: Duration,
+    ) -> StoreFuture<'a, Claim>;
     /// The platform created `run_id` for the plan.
     fn mark_dispatched<'a>(
         &'a self,
@@ -228,6 +237,14 @@ impl StateStore for Store {
     }
     fn take_over<'a>(&'a self, plan_id: &'a str, lease: Duration) -> StoreFuture<'a, Claim> {
         done(Store::take_over(self, plan_id, lease))
+    }
+    fn retry_dispatch<'a>(
+        &'a self,
+        plan_id: &'a str,
+        attempt: u32,
+        lease: Duration,
+    ) -> StoreFuture<'a, Claim> {
+        done(Store::retry_dispatch(self, plan_id, attempt, lease))
     }
     fn mark_dispatched<'a>(
         &'a self,

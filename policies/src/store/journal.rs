@@ -321,6 +321,49 @@ fn take_over(
     Ok(Claim::Claimed(granted))
 }
 
+/// A new attempt of a dispatch whose attempt `attempt` is in doubt (`unknown`, or in progress
+/// under an expired lease) and was judged to have created nothing: only while the record is
+/// still that attempt in that state, so a judgement about one attempt never licenses a second
+/// dispatch after another.
+fn retry(
+    tx: &Transaction<'_>,
+    kind: Kind,
+    key: &str,
+    sub: &str,
+    attempt: u32,
+    lease: Duration,
+) -> Result<Claim<Row>, StoreError> {
+    let now = now_millis();
+    let Some(r) = load(tx, kind, key, sub)? else {
+        return Err(StoreError::NotClaimed {
+            what: kind.what(),
+            key: describe(kind, key, sub),
+        });
+    };
+    let doubtful = r.phase == Phase::Unknown
+        || (r.phase == Phase::InProgress && r.lease_until.is_none_or(|until| until <= now));
+    if !doubtful || r.attempts != i64::from(attempt) {
+        return Ok(Claim::Existing(r));
+    }
+    let (granted, until) = lease_for(now, lease);
+    tx.execute(
+        "UPDATE journal SET state = ?4, holder = ?5, lease_until = ?6, started_at = ?7,
+                updated_at = ?7, run_id = NULL, reason = NULL, details = NULL,
+                attempts = attempts + 1
+         WHERE kind = ?1 AND key = ?2 AND sub = ?3",
+        params![
+            kind.as_str(),
+            key,
+            sub,
+            kind.in_progress(),
+            granted.holder,
+            until,
+            now
+        ],
+    )?;
+    Ok(Claim::Claimed(granted))
+}
+
 fn mark(
     tx: &Transaction<'_>,
     kind: Kind,
@@ -513,7 +556,8 @@ impl Store {
     /// Claim the plan's dispatch for this process: `Claimed` when there was no record (or
     /// the last attempt definitely failed); otherwise the existing record, with
     /// `lease_expired: true` on a `Dispatching` whose holder died, so that the caller
-    /// reconciles (lists runs) and then calls [`Store::take_over`].
+    /// reconciles (lists runs), waits out the settle window and then calls
+    /// [`Store::retry_dispatch`] with that record's attempt.
     pub fn claim_dispatch(&self, plan_id: &str, lease: Duration) -> Result<Claim, StoreError> {
         let c = self.write(|tx| claim(tx, Kind::Dispatch, plan_id, "", lease))?;
         to_dispatch_claim(c)
@@ -524,6 +568,21 @@ impl Store {
     /// state (or a live lease) is returned as `Existing`; no record is `NotClaimed`.
     pub fn take_over(&self, plan_id: &str, lease: Duration) -> Result<Claim, StoreError> {
         let c = self.write(|tx| take_over(tx, Kind::Dispatch, plan_id, "", lease))?;
+        to_dispatch_claim(c)
+    }
+
+    /// Claim attempt `attempt + 1` of a plan's dispatch, whose attempt `attempt` is `Unknown`
+    /// or `Dispatching` under an expired lease and was settled as having created no run (the
+    /// caller reconciled and waited out the settle window for that very attempt). Succeeds
+    /// once, and only while the record is still that attempt in doubt: otherwise the record
+    /// as it is now comes back as `Existing`; no record is `NotClaimed`.
+    pub fn retry_dispatch(
+        &self,
+        plan_id: &str,
+        attempt: u32,
+        lease: Duration,
+    ) -> Result<Claim, StoreError> {
+        let c = self.write(|tx| retry(tx, Kind::Dispatch, plan_id, "", attempt, lease))?;
         to_dispatch_claim(c)
     }
 

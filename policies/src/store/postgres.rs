@@ -33,10 +33,14 @@
 //!   this process (`holder_id()`: pid + random bits, distinct per replica) still holds an
 //!   in-progress record, and writes in the same transaction: a holder whose lease was taken
 //!   over gets `LeaseLost` and cannot overwrite the new holder's outcome.
-//! - **Reconciliation after an ambiguous create** needs no extra protocol: the record is
-//!   `unknown` or an expired `dispatching`; whichever replica's `launch_run` sees it next lists
-//!   runs and records what it found, and a new dispatch is only possible through the claim
-//!   above (`unknown` → `failed` → one re-claim), after the settle window.
+//! - **A retry after an ambiguous create** names the attempt it judged. The record is
+//!   `unknown` or an expired `dispatching`; whichever replica's `launch_run` meets it (before
+//!   its claim, or in the claim's answer) lists runs and records what it found. Finding none,
+//!   it waits out that attempt's settle window, then retries with one conditional `UPDATE …
+//!   WHERE attempts = <the attempt judged> AND (state = 'unknown' OR (state = 'dispatching'
+//!   AND lease_until <= now)) RETURNING …`, which also moves `started_at` and `attempts` on:
+//!   one retrier wins, and a verdict about one attempt can never license a dispatch after
+//!   another (a replica that judged attempt 1 and ran late finds attempt 2 and gets nothing).
 //! - **Single-use nonces**: `INSERT … ON CONFLICT (nonce) DO NOTHING` — one inserter sees one
 //!   row inserted; every other replica sees zero, at once or after waiting for the first.
 //!   Expired nonces are refused on the database's clock before the insert, so pruning them is
@@ -799,6 +803,55 @@ impl PgStore {
         }
     }
 
+    /// A new attempt of a dispatch whose attempt `attempt` is in doubt and was judged to have
+    /// created nothing (`journal::retry` on SQLite): one statement, so only while the record
+    /// is still that attempt, `unknown` or in progress under an expired lease.
+    async fn retry(
+        &self,
+        kind: Kind,
+        key: &str,
+        sub: &str,
+        attempt: u32,
+        lease: Duration,
+    ) -> Result<Claim<(journal::Row, i64)>, StoreError> {
+        let client = self.client().await?;
+        let holder = holder_id();
+        let retried = client
+            .query_opt(
+                "UPDATE journal SET state = $4, holder = $5, lease_until = factory_now_ms() + $6,
+                        started_at = factory_now_ms(), updated_at = factory_now_ms(),
+                        run_id = NULL, reason = NULL, details = NULL, attempts = attempts + 1
+                 WHERE kind = $1 AND key = $2 AND sub = $3 AND attempts = $7
+                   AND (state = 'unknown'
+                        OR (state = $4 AND (lease_until IS NULL OR lease_until <= factory_now_ms())))
+                 RETURNING lease_until",
+                &[
+                    &kind.as_str(),
+                    &key,
+                    &sub,
+                    &kind.in_progress(),
+                    &holder,
+                    &lease_millis(lease),
+                    &i64::from(attempt),
+                ],
+            )
+            .await
+            .map_err(pg)?;
+        if let Some(r) = retried {
+            return Ok(Claim::Claimed(Lease {
+                holder: holder.to_owned(),
+                lease_until: from_millis(r.get(0)),
+            }));
+        }
+        match self.load(&client, kind, key, sub, false).await? {
+            Some(found) => Ok(Claim::Existing(found)),
+            None => Err(StoreError::NotClaimed {
+                what: kind.what(),
+                key: describe(kind, key, sub),
+            }),
+        }
+    }
+
     async fn mark(&self, kind: Kind, key: &str, sub: &str, to: Mark<'_>) -> Result<(), StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg)?;
@@ -1210,6 +1263,19 @@ impl StateStore for PgStore {
     fn take_over<'a>(&'a self, plan_id: &'a str, lease: Duration) -> StoreFuture<'a, Claim> {
         Box::pin(async move {
             to_dispatch_claim(self.take_over(Kind::Dispatch, plan_id, "", lease).await?)
+        })
+    }
+    fn retry_dispatch<'a>(
+        &'a self,
+        plan_id: &'a str,
+        attempt: u32,
+        lease: Duration,
+    ) -> StoreFuture<'a, Claim> {
+        Box::pin(async move {
+            to_dispatch_claim(
+                self.retry(Kind::Dispatch, plan_id, "", attempt, lease)
+                    .await?,
+            )
         })
     }
     fn mark_dispatched<'a>(

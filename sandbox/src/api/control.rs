@@ -42,6 +42,7 @@ pub(super) fn routes() -> Router<Arc<AppState>> {
             "/_sandbox/faults",
             get(list_faults).post(add_fault).delete(clear_faults),
         )
+        .route("/_sandbox/faults/release", post(release_held))
         .route("/_sandbox/clock", get(clock))
         .route("/_sandbox/clock/advance", post(advance))
         .route("/_sandbox/volumes/{name}/files", get(volume_files))
@@ -224,7 +225,12 @@ async fn add_fault(State(st): S, body: Bytes) -> Response {
 
 async fn clear_faults(State(st): S) -> Response {
     st.faults.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    ok(json!({"cleared": true}))
+    let released = st.holds.release();
+    ok(json!({"cleared": true, "released": released}))
+}
+
+async fn release_held(State(st): S) -> Response {
+    ok(json!({"released": st.holds.release()}))
 }
 
 fn clock_json(st: &AppState) -> Value {

@@ -89,6 +89,10 @@ pub(super) async fn faults(
             let resp = next.run(req).await;
             stall_body(resp, delay)
         }
+        FaultEffect::Hold => {
+            state.holds.hold().await;
+            next.run(req).await
+        }
         FaultEffect::ExpireCredentials => {
             let mut req = req;
             req.extensions_mut().insert(ExpireNow);

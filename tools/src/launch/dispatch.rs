@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::{
     PlanBody,
-    reconcile::{dedup_out, reconcile, record_reconciled},
+    reconcile::{dedup_out, reconcile, record_reconciled, settle_doubt},
     request::{WireRequest, wire_request},
     run::LaunchOut,
     volumes::ensure_volume,
@@ -60,7 +60,7 @@ async fn dispatch_inner(
     if let Some(v) = body.volume.as_ref().filter(|v| v.create) {
         volume_created = ensure_volume(state, store, platform, &scope, body, v).await?;
     }
-    if let Some(done) = claim(state, store, platform, plan).await? {
+    if let Some(done) = claim(state, store, platform, plan, body).await? {
         return Ok(done);
     }
     audit(
@@ -105,6 +105,7 @@ async fn claim(
     store: &dyn StateStore,
     platform: &PlatformClient,
     plan: &PlanRecord,
+    body: &PlanBody,
 ) -> Result<Option<Outcome<LaunchOut>>, ToolError> {
     // The lease: as the settings say (`[state] dispatch_lease_seconds`), else long enough for
     // the create call to time out with room to journal its answer.
@@ -132,19 +133,16 @@ async fn claim(
                 dedup_out(state, &plan.id, run_id, run.as_ref(), details),
             )))
         }
-        // Its holder died; reconciliation just before found no run.
-        ClaimConflict::TakeOver => match store.take_over(&plan.id, lease).await {
-            Ok(Claim::Claimed(_)) => Ok(None),
-            _ => Err(busy()),
-        },
-        // Reconciliation just before, after the settle window, found no run: the lost attempt
-        // created nothing. Record that, then claim afresh (atomic: of several callers only one
-        // wins the claim).
-        ClaimConflict::Reclaim => {
-            let _ = store
-                .mark_failed(&plan.id, "reconciled: the earlier attempt created no run")
-                .await;
-            match store.claim_dispatch(&plan.id, lease).await {
+        // The settling before this claim saw no record, or another attempt (replicas and
+        // sessions race between the two): settle the attempt found now — its run, its settle
+        // window — then retry that very attempt, atomically.
+        ClaimConflict::InDoubt => {
+            if let Some(done) =
+                settle_doubt(state, store, platform, plan, body, &rec, false).await?
+            {
+                return Ok(Some(done));
+            }
+            match store.retry_dispatch(&plan.id, rec.attempts, lease).await {
                 Ok(Claim::Claimed(_)) => Ok(None),
                 _ => Err(busy()),
             }

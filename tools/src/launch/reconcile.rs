@@ -9,7 +9,7 @@ use chrono::Utc;
 use factory_platform::{PlatformClient, wire::runs::RlRun};
 use factory_policies::{
     dispatch::{self, Existing},
-    store::{Claim, DispatchState, PlanRecord, StateStore},
+    store::{Claim, DispatchRecord, DispatchState, PlanRecord, StateStore},
 };
 use serde_json::{Value, json};
 
@@ -120,6 +120,23 @@ pub(super) async fn settle_existing(
         Existing::Proceed => return Ok(None),
         Existing::Reconcile { in_flight } => in_flight,
     };
+    settle_doubt(state, store, platform, plan, body, &rec, in_flight).await
+}
+
+/// Settle the attempt `rec`, whose outcome is in doubt: return its run when the platform has
+/// it; else refuse while a live holder may still create it (`in_flight`) or while a create sent
+/// at its start could still appear (the settle window). `Ok(None)`: that attempt created
+/// nothing, and the plan may be dispatched again — by a retry of that very attempt
+/// (`StateStore::retry_dispatch`), never by a claim that ignores which attempt was judged.
+pub(super) async fn settle_doubt(
+    state: &AppState,
+    store: &dyn StateStore,
+    platform: &PlatformClient,
+    plan: &PlanRecord,
+    body: &PlanBody,
+    rec: &DispatchRecord,
+    in_flight: bool,
+) -> Result<Option<Outcome<LaunchOut>>, ToolError> {
     if let Some(run) = reconcile(state, platform, &plan.id, body).await? {
         let details = record_reconciled(state, store, &plan.id, &run.id, body).await;
         return Ok(Some(Outcome::done(
