@@ -385,7 +385,8 @@ async fn f_g_secret_values_are_refused_everywhere_and_never_stored() {
 async fn h_a_dropped_answer_is_reconciled_into_the_one_run_that_exists() {
     for effect in [FaultEffect::DropAfterCommit, FaultEffect::Reset] {
         let w = World::new().await;
-        // A create timeout of 1 s keeps the "wait until a late create would show" window short.
+        // A create timeout of 1 s keeps the "wait until a late create would show" window short
+        // (that and the 15 s margin for the local work between the claim and the request).
         let mut args = plan_mode_args();
         args.extend(["--create-timeout-s", "1"]);
         let c = w.client(0, &args, Era::Modern).await;
@@ -418,7 +419,7 @@ async fn h_a_dropped_answer_is_reconciled_into_the_one_run_that_exists() {
                 text(&first)
             );
             let mut launched = None;
-            for _ in 0..40 {
+            for _ in 0..400 {
                 let r = call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await;
                 if r.is_error != Some(true) {
                     launched = Some(ok(&r));
@@ -679,5 +680,84 @@ async fn n_a_missing_volume_is_named_and_created_exactly_once() {
     assert_eq!(creates, 1, "exactly one volume create");
     let run = w.sandbox.run(launched["run_id"].as_str().unwrap()).unwrap();
     assert_eq!(run["run"]["volumeName"], "fresh-vol");
+    c.cancel().await.unwrap();
+}
+
+/// A volume create lost before the platform handled it (a reset: nothing was created) is not a
+/// dead end: the next launches say when to call again until that attempt's settle window (the
+/// request timeout, 2 s here, and the margin) is over, then the volume is created once more — once — and the
+/// run launches. (Before, the journal's `unknown` record was never retried: "still being
+/// created" for ever.)
+#[tokio::test]
+async fn a_volume_create_lost_unhandled_is_retried_once_after_its_settle_window() {
+    let w = World::new().await;
+    let policy = w.home.path().join("policy.toml");
+    std::fs::write(&policy, "[platform]\nrequest_timeout_s = 2\n").expect("policy file");
+    let mut args = plan_mode_args();
+    args.extend(["--config", policy.to_str().unwrap()]);
+    let c = w.client(0, &args, Era::Modern).await;
+    let p = plan(&c, json!({"config_toml": config("lost-vol-run", 5), "team_id": TEAM, "volume": "lost-vol", "volume_size": "500Gi"})).await;
+    assert_eq!(p["volume"]["create"], true);
+    let mut rule = FaultRule::new("/api/v1/training/volumes", FaultEffect::Reset);
+    rule.method = Some("POST".into());
+    rule.times = Some(1);
+    w.sandbox.add_fault(rule);
+    let first = call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await;
+    assert_eq!(first.is_error, Some(true), "{}", text(&first));
+    assert!(text(&first).contains("unknown outcome"), "{}", text(&first));
+    let advance = {
+        let url = format!("{}/_sandbox/clock/advance", w.sandbox.base_url());
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let _ = http.post(&url).json(&json!({"seconds": 1})).send().await;
+            }
+        })
+    };
+    let mut launched = None;
+    let mut waited = false;
+    for _ in 0..1200 {
+        let r = call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await;
+        if r.is_error != Some(true) {
+            launched = Some(ok(&r));
+            break;
+        }
+        let t = text(&r);
+        assert!(t.contains("call launch_run again"), "{t}");
+        waited |= t.contains("not listed yet; call launch_run again in");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    advance.abort();
+    let launched = launched.expect("launched once the settle window was over");
+    assert!(waited, "the settle window was waited out");
+    let creates = w
+        .sandbox
+        .request_log()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/training/volumes"))
+        .count();
+    assert_eq!(creates, 2, "the lost create and exactly one more");
+    let run = w.sandbox.run(launched["run_id"].as_str().unwrap()).unwrap();
+    assert_eq!(run["run"]["volumeName"], "lost-vol");
+    let vols: Value = reqwest::Client::new()
+        .get(format!(
+            "{}/api/v1/training/volumes?teamId={TEAM}",
+            w.sandbox.base_url()
+        ))
+        .bearer_auth(w.key(0))
+        .send()
+        .await
+        .expect("list volumes")
+        .json()
+        .await
+        .expect("json");
+    let named = vols["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .filter(|v| v["name"] == "lost-vol")
+        .count();
+    assert_eq!(named, 1, "{vols}");
     c.cancel().await.unwrap();
 }

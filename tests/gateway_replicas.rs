@@ -338,7 +338,7 @@ async fn launch_across_a_lost_attempt(
         .with_arguments(json!({"plan_id": plan_id}).as_object().unwrap().clone());
     let launch = tokio::spawn(async move { peer.call_tool(params).await });
     let mut held = false;
-    for _ in 0..400 {
+    for _ in 0..2400 {
         if w.sandbox.held_requests() == 1 {
             held = true;
             break;

@@ -54,6 +54,7 @@ fn plan(id: &str, content: &str, minutes_ago: u64, body: serde_json::Value) -> P
 }
 
 const LONG: Duration = Duration::from_secs(600);
+const ZERO: Duration = Duration::ZERO;
 
 type Behaviour = for<'a> fn(&'a Backend) -> BoxFuture<'a, ()>;
 
@@ -457,12 +458,15 @@ async fn take_over_needs_an_expired_lease_and_succeeds_once(b: &Backend) {
 /// out of doubt — the judgement of one attempt never licenses a dispatch after another.
 async fn a_doubtful_attempt_is_retried_once_and_only_as_judged(b: &Backend) {
     let s = b.open().await;
-    let e = s.retry_dispatch("plan_r0", 1, LONG).await.unwrap_err();
+    let e = s
+        .retry_dispatch("plan_r0", 1, ZERO, LONG)
+        .await
+        .unwrap_err();
     assert!(matches!(e, StoreError::NotClaimed { .. }), "{e}");
     // A live attempt is not retried, whatever its number.
     assert!(s.claim_dispatch("plan_r", LONG).await.unwrap().is_claimed());
     assert!(
-        !s.retry_dispatch("plan_r", 1, LONG)
+        !s.retry_dispatch("plan_r", 1, ZERO, LONG)
             .await
             .unwrap()
             .is_claimed()
@@ -471,12 +475,21 @@ async fn a_doubtful_attempt_is_retried_once_and_only_as_judged(b: &Backend) {
     s.mark_unknown("plan_r", "answer lost").await.unwrap();
     let judged = s.dispatch("plan_r").await.unwrap().unwrap();
     assert_eq!(judged.attempts, 1);
+    // Not before its settle window is over, on the store's clock.
+    match s.retry_dispatch("plan_r", 1, LONG, LONG).await.unwrap() {
+        Claim::Existing(rec) => assert_eq!(rec.attempts, 1),
+        other => panic!("{other:?}"),
+    }
     let handles = join_all((0..6).map(|_| b.open())).await;
-    let won = join_all(handles.iter().map(|h| h.retry_dispatch("plan_r", 1, LONG)))
-        .await
-        .into_iter()
-        .filter(|c| c.as_ref().unwrap().is_claimed())
-        .count();
+    let won = join_all(
+        handles
+            .iter()
+            .map(|h| h.retry_dispatch("plan_r", 1, ZERO, LONG)),
+    )
+    .await
+    .into_iter()
+    .filter(|c| c.as_ref().unwrap().is_claimed())
+    .count();
     assert_eq!(won, 1);
     let now = s.dispatch("plan_r").await.unwrap().unwrap();
     assert_eq!(now.attempts, 2);
@@ -494,7 +507,7 @@ async fn a_doubtful_attempt_is_retried_once_and_only_as_judged(b: &Backend) {
         .mark_unknown("plan_r", "lost again")
         .await
         .unwrap();
-    match s.retry_dispatch("plan_r", 1, LONG).await.unwrap() {
+    match s.retry_dispatch("plan_r", 1, ZERO, LONG).await.unwrap() {
         Claim::Existing(rec) => {
             assert_eq!(rec.attempts, 2);
             assert!(matches!(rec.state, DispatchState::Unknown { .. }));
@@ -502,7 +515,7 @@ async fn a_doubtful_attempt_is_retried_once_and_only_as_judged(b: &Backend) {
         other => panic!("{other:?}"),
     }
     assert!(
-        s.retry_dispatch("plan_r", 2, LONG)
+        s.retry_dispatch("plan_r", 2, ZERO, LONG)
             .await
             .unwrap()
             .is_claimed()
@@ -514,17 +527,21 @@ async fn a_doubtful_attempt_is_retried_once_and_only_as_judged(b: &Backend) {
             .unwrap()
             .is_claimed()
     );
-    let won = join_all(handles.iter().map(|h| h.retry_dispatch("plan_d", 1, LONG)))
-        .await
-        .into_iter()
-        .filter(|c| c.as_ref().unwrap().is_claimed())
-        .count();
+    let won = join_all(
+        handles
+            .iter()
+            .map(|h| h.retry_dispatch("plan_d", 1, ZERO, LONG)),
+    )
+    .await
+    .into_iter()
+    .filter(|c| c.as_ref().unwrap().is_claimed())
+    .count();
     assert_eq!(won, 1);
     // A settled record is never retried.
     s.mark_dispatched("plan_d", "run_d", &json!({}))
         .await
         .unwrap();
-    match s.retry_dispatch("plan_d", 2, LONG).await.unwrap() {
+    match s.retry_dispatch("plan_d", 2, ZERO, LONG).await.unwrap() {
         Claim::Existing(rec) => assert!(matches!(rec.state, DispatchState::Dispatched { .. })),
         other => panic!("{other:?}"),
     }
@@ -555,15 +572,32 @@ async fn a_volume_is_created_at_most_once(b: &Backend) {
             .unwrap()
             .is_claimed()
     );
-    assert!(
-        s.take_over_volume_create("personal", "vol", LONG)
-            .await
-            .unwrap()
-            .is_claimed()
-    );
+    // Its creator died (a zero lease is over at once): one retry of attempt 1 wins.
+    let won = join_all(
+        handles
+            .iter()
+            .map(|h| h.retry_volume_create("personal", "vol", 1, ZERO, LONG)),
+    )
+    .await
+    .into_iter()
+    .filter(|c| c.as_ref().unwrap().is_claimed())
+    .count();
+    assert_eq!(won, 1);
     s.mark_volume_unknown("personal", "vol", "timeout")
         .await
         .unwrap();
+    // Attempt 2's answer was lost: a verdict about attempt 1 retries nothing.
+    match s
+        .retry_volume_create("personal", "vol", 1, ZERO, LONG)
+        .await
+        .unwrap()
+    {
+        Claim::Existing(r) => {
+            assert_eq!(r.attempts, 2);
+            assert!(matches!(r.state, VolumeState::Unknown { .. }));
+        }
+        other => panic!("{other:?}"),
+    }
     s.mark_volume_failed("personal", "vol", "none found")
         .await
         .unwrap();

@@ -35,17 +35,29 @@ pub fn on_existing(state: &DispatchState) -> Existing<'_> {
     }
 }
 
-/// After a miss by reconciliation: the seconds still to wait before a create that was in flight
-/// at `started_at` would be visible (`None`: it would be by now, dispatch again). The platform
-/// commits a create within `create_timeout`.
+/// The local work between a claim (which stamps the attempt's start) and the request it sends:
+/// journal and audit writes, each of which may wait out SQLite's 10 s busy timeout.
+pub const SETTLE_MARGIN: Duration = Duration::from_secs(15);
+
+/// How long after an attempt was claimed a create it sent would be visible: the request goes
+/// out within [`SETTLE_MARGIN`] and the platform commits within the request's `timeout`.
+pub fn settle_window(timeout: Duration) -> Duration {
+    timeout + SETTLE_MARGIN
+}
+
+/// After a miss by reconciliation that began at `listed_at`: the seconds still to wait before a
+/// create sent by the attempt claimed at `started_at` would be visible (`None`: it would have
+/// been in that listing, so the attempt created nothing and may be retried). The stores check
+/// the same window again on their own clock when retrying (`StateStore::retry_dispatch`).
 pub fn settle_wait(
     started_at: DateTime<Utc>,
-    now: DateTime<Utc>,
-    create_timeout: Duration,
+    listed_at: DateTime<Utc>,
+    timeout: Duration,
 ) -> Option<u64> {
-    let since = now - started_at;
-    if since.to_std().unwrap_or_default() < create_timeout {
-        Some((create_timeout.as_secs() as i64 - since.num_seconds()).max(1) as u64)
+    let window = settle_window(timeout);
+    let since = listed_at - started_at;
+    if since.to_std().unwrap_or_default() < window {
+        Some((window.as_secs() as i64 - since.num_seconds()).max(1) as u64)
     } else {
         None
     }
@@ -125,12 +137,15 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_attempt_waits_out_the_create_timeout_before_a_new_dispatch() {
+    fn a_lost_attempt_waits_out_the_create_timeout_and_the_margin_before_a_new_dispatch() {
         let start = at("2026-01-01T00:00:00Z");
         let t = Duration::from_secs(120);
-        assert_eq!(settle_wait(start, at("2026-01-01T00:00:30Z"), t), Some(90));
-        assert_eq!(settle_wait(start, at("2026-01-01T00:01:59.5Z"), t), Some(1));
-        assert_eq!(settle_wait(start, at("2026-01-01T00:02:00Z"), t), None);
+        assert_eq!(settle_window(t), Duration::from_secs(135));
+        assert_eq!(settle_wait(start, at("2026-01-01T00:00:30Z"), t), Some(105));
+        assert_eq!(settle_wait(start, at("2026-01-01T00:02:14.5Z"), t), Some(1));
+        assert_eq!(settle_wait(start, at("2026-01-01T00:02:15Z"), t), None);
+        // A listing that began before the attempt (clock skew) proves nothing.
+        assert_eq!(settle_wait(start, at("2025-12-31T23:59:00Z"), t), Some(195));
     }
 
     #[test]

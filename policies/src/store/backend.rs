@@ -74,15 +74,18 @@ pub trait StateStore: Send + Sync {
 
     /// Claim a plan's dispatch for `lease`.
     fn claim_dispatch<'a>(&'a self, plan_id: &'a str, lease: Duration) -> StoreFuture<'a, Claim>;
-    /// Take over a dispatch whose holder's lease expired.
+    /// Take over a dispatch whose holder's lease expired, to record a run found by
+    /// reconciliation; never followed by a create (that is `retry_dispatch`).
     fn take_over<'a>(&'a self, plan_id: &'a str, lease: Duration) -> StoreFuture<'a, Claim>;
     /// Claim attempt `attempt + 1` of a dispatch whose attempt `attempt` is in doubt (unknown,
     /// or in progress under an expired lease) and was settled as having created no run: only
-    /// while the record is still that attempt in doubt (`Existing` otherwise).
+    /// while the record is still that attempt in doubt and `settle` has passed since it was
+    /// claimed, on the store's clock (`Existing` otherwise).
     fn retry_dispatch<'a>(
         &'a self,
         plan_id: &'a str,
         attempt: u32,
+        settle: Duration,
         lease: Duration,
     ) -> StoreFuture<'a, Claim>;
     /// The platform created `run_id` for the plan.
@@ -108,11 +111,14 @@ pub trait StateStore: Send + Sync {
         volume: &'a str,
         lease: Duration,
     ) -> StoreFuture<'a, Claim<VolumeRecord>>;
-    /// Take over a volume creation whose holder's lease expired.
-    fn take_over_volume_create<'a>(
+    /// Claim attempt `attempt + 1` of a volume creation whose attempt `attempt` is in doubt and
+    /// was settled as having created nothing (as `retry_dispatch`).
+    fn retry_volume_create<'a>(
         &'a self,
         owner_key: &'a str,
         volume: &'a str,
+        attempt: u32,
+        settle: Duration,
         lease: Duration,
     ) -> StoreFuture<'a, Claim<VolumeRecord>>;
     fn mark_volume_created<'a>(
@@ -242,9 +248,10 @@ impl StateStore for Store {
         &'a self,
         plan_id: &'a str,
         attempt: u32,
+        settle: Duration,
         lease: Duration,
     ) -> StoreFuture<'a, Claim> {
-        done(Store::retry_dispatch(self, plan_id, attempt, lease))
+        done(Store::retry_dispatch(self, plan_id, attempt, settle, lease))
     }
     fn mark_dispatched<'a>(
         &'a self,
@@ -274,14 +281,16 @@ impl StateStore for Store {
     ) -> StoreFuture<'a, Claim<VolumeRecord>> {
         done(Store::claim_volume_create(self, owner_key, volume, lease))
     }
-    fn take_over_volume_create<'a>(
+    fn retry_volume_create<'a>(
         &'a self,
         owner_key: &'a str,
         volume: &'a str,
+        attempt: u32,
+        settle: Duration,
         lease: Duration,
     ) -> StoreFuture<'a, Claim<VolumeRecord>> {
-        done(Store::take_over_volume_create(
-            self, owner_key, volume, lease,
+        done(Store::retry_volume_create(
+            self, owner_key, volume, attempt, settle, lease,
         ))
     }
     fn mark_volume_created<'a>(

@@ -3,14 +3,17 @@
 //!
 //! ```text
 //! (none) --claim--> in progress (holder, lease) --mark--> done | unknown | failed
-//!                        |  lease expired: take_over re-claims it for another holder
+//!                        |  lease expired: take_over, only to record a run found (no create)
 //! failed --claim--> in progress again (a definite failure created nothing)
-//! unknown --reconcile (caller lists runs)--> done | failed
+//! unknown | in progress, lease expired
+//!        --reconcile (caller lists runs)--> done
+//!        --no run, settle window over--> retry: in progress, attempts + 1, started now
 //! ```
 //!
 //! Only the lease holder may settle an in-progress record: a process whose lease expired and
 //! was taken over gets [`StoreError::LeaseLost`] instead of overwriting the new holder's
-//! outcome. Every transition is one `BEGIN IMMEDIATE` transaction.
+//! outcome. (The holder is the process: its tasks share it. An `unknown` record may be settled
+//! by anyone who finds the run.) Every transition is one `BEGIN IMMEDIATE` transaction.
 
 use std::time::Duration;
 
@@ -46,7 +49,8 @@ impl<R> Claim<R> {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum DispatchState {
     /// A process is dispatching (or died doing so: `lease_expired`, then the caller
-    /// reconciles by listing runs, and `take_over` lets it finish the job).
+    /// reconciles by listing runs, and records the run it finds or, after the settle window,
+    /// retries the attempt).
     Dispatching {
         holder: String,
         lease_until: DateTime<Utc>,
@@ -72,7 +76,8 @@ pub struct DispatchRecord {
     /// When the current attempt was claimed.
     pub started_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-    /// How many times the plan's dispatch was claimed (more than one after failures).
+    /// The attempt: how many times the plan's dispatch was claimed (more than one after a
+    /// definite failure or a retry of an attempt in doubt).
     pub attempts: u32,
 }
 
@@ -324,13 +329,14 @@ fn take_over(
 /// A new attempt of a dispatch whose attempt `attempt` is in doubt (`unknown`, or in progress
 /// under an expired lease) and was judged to have created nothing: only while the record is
 /// still that attempt in that state, so a judgement about one attempt never licenses a second
-/// dispatch after another.
+/// dispatch after another, and only once `settle` has passed since it was claimed.
 fn retry(
     tx: &Transaction<'_>,
     kind: Kind,
     key: &str,
     sub: &str,
     attempt: u32,
+    settle: Duration,
     lease: Duration,
 ) -> Result<Claim<Row>, StoreError> {
     let now = now_millis();
@@ -342,7 +348,8 @@ fn retry(
     };
     let doubtful = r.phase == Phase::Unknown
         || (r.phase == Phase::InProgress && r.lease_until.is_none_or(|until| until <= now));
-    if !doubtful || r.attempts != i64::from(attempt) {
+    let settled = r.started_at.saturating_add(lease_millis(settle)) <= now;
+    if !doubtful || !settled || r.attempts != i64::from(attempt) {
         return Ok(Claim::Existing(r));
     }
     let (granted, until) = lease_for(now, lease);
@@ -563,7 +570,9 @@ impl Store {
         to_dispatch_claim(c)
     }
 
-    /// Re-claim a `Dispatching` record whose lease has expired. Succeeds once: the
+    /// Re-claim a `Dispatching` record whose lease has expired, to record a run found by
+    /// reconciliation — never to send a create (it keeps the attempt and its start: a create
+    /// goes through [`Store::retry_dispatch`]). Succeeds once: the
     /// re-claimed lease is fresh, so a second caller gets `Existing`. A record in any other
     /// state (or a live lease) is returned as `Existing`; no record is `NotClaimed`.
     pub fn take_over(&self, plan_id: &str, lease: Duration) -> Result<Claim, StoreError> {
@@ -573,16 +582,19 @@ impl Store {
 
     /// Claim attempt `attempt + 1` of a plan's dispatch, whose attempt `attempt` is `Unknown`
     /// or `Dispatching` under an expired lease and was settled as having created no run (the
-    /// caller reconciled and waited out the settle window for that very attempt). Succeeds
-    /// once, and only while the record is still that attempt in doubt: otherwise the record
-    /// as it is now comes back as `Existing`; no record is `NotClaimed`.
+    /// caller reconciled after the settle window of that very attempt). Succeeds once, only
+    /// while the record is still that attempt in doubt, and only once `settle` has passed since
+    /// it was claimed (on this store's clock, whatever the caller's): otherwise the record as
+    /// it is now comes back as `Existing`; no record is `NotClaimed`. The new attempt's
+    /// `started_at` is now.
     pub fn retry_dispatch(
         &self,
         plan_id: &str,
         attempt: u32,
+        settle: Duration,
         lease: Duration,
     ) -> Result<Claim, StoreError> {
-        let c = self.write(|tx| retry(tx, Kind::Dispatch, plan_id, "", attempt, lease))?;
+        let c = self.write(|tx| retry(tx, Kind::Dispatch, plan_id, "", attempt, settle, lease))?;
         to_dispatch_claim(c)
     }
 
@@ -665,14 +677,19 @@ impl Store {
         Ok(to_volume_claim(c))
     }
 
-    /// Re-claim a volume creation whose holder's lease expired (as [`Store::take_over`]).
-    pub fn take_over_volume_create(
+    /// Claim attempt `attempt + 1` of a volume creation whose attempt `attempt` is `Unknown`
+    /// or `Creating` under an expired lease and was settled as having created nothing (as
+    /// [`Store::retry_dispatch`]).
+    pub fn retry_volume_create(
         &self,
         owner_key: &str,
         volume: &str,
+        attempt: u32,
+        settle: Duration,
         lease: Duration,
     ) -> Result<Claim<VolumeRecord>, StoreError> {
-        let c = self.write(|tx| take_over(tx, Kind::Volume, owner_key, volume, lease))?;
+        let c =
+            self.write(|tx| retry(tx, Kind::Volume, owner_key, volume, attempt, settle, lease))?;
         Ok(to_volume_claim(c))
     }
 

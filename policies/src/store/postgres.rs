@@ -32,13 +32,18 @@
 //! - **Only the holder settles.** `mark_*` locks the row (`SELECT … FOR UPDATE`), checks that
 //!   this process (`holder_id()`: pid + random bits, distinct per replica) still holds an
 //!   in-progress record, and writes in the same transaction: a holder whose lease was taken
-//!   over gets `LeaseLost` and cannot overwrite the new holder's outcome.
+//!   over gets `LeaseLost` and cannot overwrite the new holder's outcome. (An `unknown`
+//!   record may be settled by whoever finds its run. The holder is a process, not a task; an
+//!   earlier attempt's late outcome cannot land on a retry because the retry waits out the
+//!   settle window — the create timeout and a margin after that attempt's claim — by when
+//!   the earlier attempt's request has ended.)
 //! - **A retry after an ambiguous create** names the attempt it judged. The record is
 //!   `unknown` or an expired `dispatching`; whichever replica's `launch_run` meets it (before
 //!   its claim, or in the claim's answer) lists runs and records what it found. Finding none,
 //!   it waits out that attempt's settle window, then retries with one conditional `UPDATE …
-//!   WHERE attempts = <the attempt judged> AND (state = 'unknown' OR (state = 'dispatching'
-//!   AND lease_until <= now)) RETURNING …`, which also moves `started_at` and `attempts` on:
+//!   WHERE attempts = <the attempt judged> AND started_at + <window> <= now AND (state =
+//!   'unknown' OR (state = 'dispatching' AND lease_until <= now)) RETURNING …` (the window
+//!   too on the database's clock), which also moves `started_at` and `attempts` on:
 //!   one retrier wins, and a verdict about one attempt can never license a dispatch after
 //!   another (a replica that judged attempt 1 and ran late finds attempt 2 and gets nothing).
 //! - **Single-use nonces**: `INSERT … ON CONFLICT (nonce) DO NOTHING` — one inserter sees one
@@ -805,13 +810,15 @@ impl PgStore {
 
     /// A new attempt of a dispatch whose attempt `attempt` is in doubt and was judged to have
     /// created nothing (`journal::retry` on SQLite): one statement, so only while the record
-    /// is still that attempt, `unknown` or in progress under an expired lease.
+    /// is still that attempt, `unknown` or in progress under an expired lease, and `settle`
+    /// has passed since it was claimed on the database's clock.
     async fn retry(
         &self,
         kind: Kind,
         key: &str,
         sub: &str,
         attempt: u32,
+        settle: Duration,
         lease: Duration,
     ) -> Result<Claim<(journal::Row, i64)>, StoreError> {
         let client = self.client().await?;
@@ -822,6 +829,7 @@ impl PgStore {
                         started_at = factory_now_ms(), updated_at = factory_now_ms(),
                         run_id = NULL, reason = NULL, details = NULL, attempts = attempts + 1
                  WHERE kind = $1 AND key = $2 AND sub = $3 AND attempts = $7
+                   AND started_at + $8 <= factory_now_ms()
                    AND (state = 'unknown'
                         OR (state = $4 AND (lease_until IS NULL OR lease_until <= factory_now_ms())))
                  RETURNING lease_until",
@@ -833,6 +841,7 @@ impl PgStore {
                     &holder,
                     &lease_millis(lease),
                     &i64::from(attempt),
+                    &lease_millis(settle),
                 ],
             )
             .await
@@ -1269,11 +1278,12 @@ impl StateStore for PgStore {
         &'a self,
         plan_id: &'a str,
         attempt: u32,
+        settle: Duration,
         lease: Duration,
     ) -> StoreFuture<'a, Claim> {
         Box::pin(async move {
             to_dispatch_claim(
-                self.retry(Kind::Dispatch, plan_id, "", attempt, lease)
+                self.retry(Kind::Dispatch, plan_id, "", attempt, settle, lease)
                     .await?,
             )
         })
@@ -1322,15 +1332,17 @@ impl StateStore for PgStore {
             ))
         })
     }
-    fn take_over_volume_create<'a>(
+    fn retry_volume_create<'a>(
         &'a self,
         owner_key: &'a str,
         volume: &'a str,
+        attempt: u32,
+        settle: Duration,
         lease: Duration,
     ) -> StoreFuture<'a, Claim<VolumeRecord>> {
         Box::pin(async move {
             Ok(to_volume_claim(
-                self.take_over(Kind::Volume, owner_key, volume, lease)
+                self.retry(Kind::Volume, owner_key, volume, attempt, settle, lease)
                     .await?,
             ))
         })

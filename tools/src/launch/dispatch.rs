@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::{
     PlanBody,
-    reconcile::{dedup_out, reconcile, record_reconciled, settle_doubt},
+    reconcile::{create_timeout, dedup_out, reconcile, record_reconciled, settle_doubt},
     request::{WireRequest, wire_request},
     run::LaunchOut,
     volumes::ensure_volume,
@@ -127,11 +127,7 @@ async fn claim(
         };
     match dispatch::on_claim_conflict(&rec.state) {
         ClaimConflict::ReturnRun { run_id, details } => {
-            let run = platform.get_run(run_id).await.ok();
-            Ok(Some(Outcome::done(
-                format!("Plan {} was already launched as run {run_id}", plan.id),
-                dedup_out(state, &plan.id, run_id, run.as_ref(), details),
-            )))
+            Ok(Some(already(state, platform, plan, run_id, details).await))
         }
         // The settling before this claim saw no record, or another attempt (replicas and
         // sessions race between the two): settle the attempt found now — its run, its settle
@@ -142,13 +138,40 @@ async fn claim(
             {
                 return Ok(Some(done));
             }
-            match store.retry_dispatch(&plan.id, rec.attempts, lease).await {
-                Ok(Claim::Claimed(_)) => Ok(None),
-                _ => Err(busy()),
+            let settle = dispatch::settle_window(create_timeout(state));
+            match store
+                .retry_dispatch(&plan.id, rec.attempts, settle, lease)
+                .await
+                .map_err(|e| {
+                    ToolError::unavailable(format!("cannot write the dispatch journal: {e}"))
+                })? {
+                Claim::Claimed(_) => Ok(None),
+                // Another session settled or retried it meanwhile.
+                Claim::Existing(now) => match dispatch::on_claim_conflict(&now.state) {
+                    ClaimConflict::ReturnRun { run_id, details } => {
+                        Ok(Some(already(state, platform, plan, run_id, details).await))
+                    }
+                    _ => Err(busy()),
+                },
             }
         }
         ClaimConflict::Busy => Err(busy()),
     }
+}
+
+/// The answer for a plan another session launched meanwhile.
+async fn already(
+    state: &AppState,
+    platform: &PlatformClient,
+    plan: &PlanRecord,
+    run_id: &str,
+    details: &serde_json::Value,
+) -> Outcome<LaunchOut> {
+    let run = platform.get_run(run_id).await.ok();
+    Outcome::done(
+        format!("Plan {} was already launched as run {run_id}", plan.id),
+        dedup_out(state, &plan.id, run_id, run.as_ref(), details),
+    )
 }
 
 /// The platform created the run: journal it (with the figures budgets need later) and answer.

@@ -137,6 +137,9 @@ pub(super) async fn settle_doubt(
     rec: &DispatchRecord,
     in_flight: bool,
 ) -> Result<Option<Outcome<LaunchOut>>, ToolError> {
+    // The window is judged at the listing's start: a create committed while it ran may be
+    // missing from it.
+    let listed_at = Utc::now();
     if let Some(run) = reconcile(state, platform, &plan.id, body).await? {
         let details = record_reconciled(state, store, &plan.id, &run.id, body).await;
         return Ok(Some(Outcome::done(
@@ -155,11 +158,7 @@ pub(super) async fn settle_doubt(
     }
     // No run under the plan's name: safe to dispatch again only once the platform has had
     // time to commit a create that was in flight.
-    let create_timeout = state
-        .platform()
-        .map(|p| p.settings().timeouts.create)
-        .unwrap_or(Duration::from_secs(120));
-    if let Some(wait) = dispatch::settle_wait(rec.started_at, Utc::now(), create_timeout) {
+    if let Some(wait) = dispatch::settle_wait(rec.started_at, listed_at, create_timeout(state)) {
         return Err(ToolError::new(format!(
             "The last dispatch of plan {} has an unknown outcome and no run has appeared yet; call launch_run again in {wait} s, when a late create would be visible. Nothing new was dispatched.",
             plan.id,
@@ -168,10 +167,14 @@ pub(super) async fn settle_doubt(
     Ok(None)
 }
 
-/// Record a run that reconciliation found. Only the lease holder may settle a `dispatching`
-/// record: when its holder died (the lease expired) this process takes the lease over first;
-/// when the holder is alive it records the run itself. Either way the run exists, so a journal
-/// refusal is logged, never turned into an error that would hide it.
+/// The timeout of a create request: within it the platform commits a create or it never will.
+pub(super) fn create_timeout(state: &AppState) -> Duration {
+    state
+        .platform()
+        .map(|p| p.settings().timeouts.create)
+        .unwrap_or(Duration::from_secs(120))
+}
+
 /// Journal and audit a run found by reconciliation, with the same details a direct dispatch
 /// records (the rate for spend, `max_steps` for the watchdog's step budget); returns them.
 pub(super) async fn record_reconciled(
@@ -196,6 +199,10 @@ pub(super) async fn record_reconciled(
     details
 }
 
+/// Record a run that reconciliation found. Only the lease holder may settle a `dispatching`
+/// record: when its holder died (the lease expired) this process takes the lease over first;
+/// when the holder is alive it records the run itself. Either way the run exists, so a journal
+/// refusal is logged, never turned into an error that would hide it.
 pub(super) async fn settle_found(
     store: &dyn StateStore,
     plan_id: &str,

@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use factory_platform::{PlatformClient, TeamScope};
-use factory_policies::store::{Claim, StateStore, VolumeState};
+use factory_policies::{
+    dispatch,
+    store::{Claim, StateStore, VolumeState},
+};
 use serde_json::json;
 
 use super::{PlanBody, VolumePlan};
@@ -27,11 +30,18 @@ pub(super) async fn ensure_volume(
     v: &VolumePlan,
 ) -> Result<bool, ToolError> {
     let owner_key = body.team_id.clone().unwrap_or_else(|| "personal".into());
-    let lease = platform.settings().timeouts.request + Duration::from_secs(30);
+    let timeout = platform.settings().timeouts.request;
+    let lease = timeout + Duration::from_secs(30);
     let list = |platform: &PlatformClient| {
         let scope = scope.clone();
         let platform = platform.clone();
         async move { platform.list_volumes(&scope).await }
+    };
+    let busy = || {
+        refuse(format!(
+            "Volume {} is being created by another call; call launch_run again in a moment. Nothing was dispatched.",
+            v.name
+        ))
     };
     let mut created = false;
     let existing = list(platform)
@@ -49,20 +59,40 @@ pub(super) async fn ensure_volume(
                 VolumeState::Creating {
                     lease_expired: false,
                     ..
-                } => {
-                    return Err(refuse(format!(
-                        "Volume {} is being created by another call; call launch_run again in a moment. Nothing was dispatched.",
-                        v.name
-                    )));
+                } => return Err(busy()),
+                // An earlier attempt's answer was lost, or its creator died. The listing above
+                // came before this claim (another call's attempt may have ended since): list
+                // again, then wait out that attempt's settle window, then retry that very
+                // attempt (atomic: of several callers one creates, none once it moved on).
+                _ => {
+                    let listed_at = chrono::Utc::now();
+                    let now = list(platform)
+                        .await
+                        .map_err(|e| platform_error("list volumes", &e))?;
+                    if now.iter().any(|x| x.name == v.name) {
+                        let _ = store.mark_volume_created(&owner_key, &v.name).await;
+                        false
+                    } else if let Some(wait) =
+                        dispatch::settle_wait(rec.started_at, listed_at, timeout)
+                    {
+                        return Err(refuse(format!(
+                            "Creating volume {} had an unknown outcome and it is not listed yet; call launch_run again in {wait} s, when a late create would show. Nothing was dispatched.",
+                            v.name
+                        )));
+                    } else {
+                        let settle = dispatch::settle_window(timeout);
+                        match store
+                            .retry_volume_create(&owner_key, &v.name, rec.attempts, settle, lease)
+                            .await
+                            .map_err(|e| refuse(format!("cannot write the volume journal: {e}")))?
+                        {
+                            Claim::Claimed(_) => true,
+                            // Created meanwhile: wait for it below.
+                            Claim::Existing(r) if r.state == VolumeState::Created => false,
+                            Claim::Existing(_) => return Err(busy()),
+                        }
+                    }
                 }
-                // Failed, unknown, or a creator that died: nothing is listed under the name,
-                // so create it (the platform does not hold it).
-                _ => matches!(
-                    store
-                        .take_over_volume_create(&owner_key, &v.name, lease)
-                        .await,
-                    Ok(Claim::Claimed(_))
-                ),
             },
         };
         if go {
