@@ -685,14 +685,14 @@ async fn n_a_missing_volume_is_named_and_created_exactly_once() {
 
 /// A volume create lost before the platform handled it (a reset: nothing was created) is not a
 /// dead end: the next launches say when to call again until that attempt's settle window (the
-/// request timeout, 2 s here, and the margin) is over, then the volume is created once more — once — and the
+/// request timeout, 5 s here, and the margin) is over, then the volume is created once more — once — and the
 /// run launches. (Before, the journal's `unknown` record was never retried: "still being
 /// created" for ever.)
 #[tokio::test]
 async fn a_volume_create_lost_unhandled_is_retried_once_after_its_settle_window() {
     let w = World::new().await;
     let policy = w.home.path().join("policy.toml");
-    std::fs::write(&policy, "[platform]\nrequest_timeout_s = 2\n").expect("policy file");
+    std::fs::write(&policy, "[platform]\nrequest_timeout_s = 5\n").expect("policy file");
     let mut args = plan_mode_args();
     args.extend(["--config", policy.to_str().unwrap()]);
     let c = w.client(0, &args, Era::Modern).await;

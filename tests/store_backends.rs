@@ -54,7 +54,19 @@ fn plan(id: &str, content: &str, minutes_ago: u64, body: serde_json::Value) -> P
 }
 
 const LONG: Duration = Duration::from_secs(600);
+
 const ZERO: Duration = Duration::ZERO;
+
+/// How many of racing claims (or take-overs, or retries) won.
+async fn winners<R>(
+    calls: impl IntoIterator<Item = impl Future<Output = Result<Claim<R>, StoreError>>>,
+) -> usize {
+    join_all(calls)
+        .await
+        .into_iter()
+        .filter(|c| c.as_ref().unwrap().is_claimed())
+        .count()
+}
 
 type Behaviour = for<'a> fn(&'a Backend) -> BoxFuture<'a, ()>;
 
@@ -393,11 +405,7 @@ async fn a_failed_dispatch_can_be_claimed_again_an_unknown_one_cannot(b: &Backen
     assert!(s.claim_dispatch("plan_f", LONG).await.unwrap().is_claimed());
     s.mark_failed("plan_f", "400 bad request").await.unwrap();
     let handles = join_all((0..4).map(|_| b.open())).await;
-    let won = join_all(handles.iter().map(|h| h.claim_dispatch("plan_f", LONG)))
-        .await
-        .into_iter()
-        .filter(|c| c.as_ref().unwrap().is_claimed())
-        .count();
+    let won = winners(handles.iter().map(|h| h.claim_dispatch("plan_f", LONG))).await;
     assert_eq!(won, 1, "one re-claim after a definite failure");
     assert_eq!(s.dispatch("plan_f").await.unwrap().unwrap().attempts, 2);
     s.mark_unknown("plan_f", "timeout").await.unwrap();
@@ -436,11 +444,7 @@ async fn take_over_needs_an_expired_lease_and_succeeds_once(b: &Backend) {
         other => panic!("{other:?}"),
     }
     let handles = join_all((0..6).map(|_| b.open())).await;
-    let won = join_all(handles.iter().map(|h| h.take_over("plan_t", LONG)))
-        .await
-        .into_iter()
-        .filter(|c| c.as_ref().unwrap().is_claimed())
-        .count();
+    let won = winners(handles.iter().map(|h| h.take_over("plan_t", LONG))).await;
     assert_eq!(won, 1);
     match s.dispatch("plan_t").await.unwrap().unwrap().state {
         DispatchState::Dispatching { lease_expired, .. } => assert!(!lease_expired),
@@ -481,15 +485,12 @@ async fn a_doubtful_attempt_is_retried_once_and_only_as_judged(b: &Backend) {
         other => panic!("{other:?}"),
     }
     let handles = join_all((0..6).map(|_| b.open())).await;
-    let won = join_all(
+    let won = winners(
         handles
             .iter()
             .map(|h| h.retry_dispatch("plan_r", 1, ZERO, LONG)),
     )
-    .await
-    .into_iter()
-    .filter(|c| c.as_ref().unwrap().is_claimed())
-    .count();
+    .await;
     assert_eq!(won, 1);
     let now = s.dispatch("plan_r").await.unwrap().unwrap();
     assert_eq!(now.attempts, 2);
@@ -527,15 +528,12 @@ async fn a_doubtful_attempt_is_retried_once_and_only_as_judged(b: &Backend) {
             .unwrap()
             .is_claimed()
     );
-    let won = join_all(
+    let won = winners(
         handles
             .iter()
             .map(|h| h.retry_dispatch("plan_d", 1, ZERO, LONG)),
     )
-    .await
-    .into_iter()
-    .filter(|c| c.as_ref().unwrap().is_claimed())
-    .count();
+    .await;
     assert_eq!(won, 1);
     // A settled record is never retried.
     s.mark_dispatched("plan_d", "run_d", &json!({}))
@@ -549,15 +547,12 @@ async fn a_doubtful_attempt_is_retried_once_and_only_as_judged(b: &Backend) {
 
 async fn a_volume_is_created_at_most_once(b: &Backend) {
     let handles = join_all((0..4).map(|_| b.open())).await;
-    let won = join_all(
+    let won = winners(
         handles
             .iter()
             .map(|h| h.claim_volume_create("team_1", "vol", LONG)),
     )
-    .await
-    .into_iter()
-    .filter(|c| c.as_ref().unwrap().is_claimed())
-    .count();
+    .await;
     assert_eq!(won, 1);
     let s = &handles[0];
     s.mark_volume_created("team_1", "vol").await.unwrap();
@@ -573,15 +568,12 @@ async fn a_volume_is_created_at_most_once(b: &Backend) {
             .is_claimed()
     );
     // Its creator died (a zero lease is over at once): one retry of attempt 1 wins.
-    let won = join_all(
+    let won = winners(
         handles
             .iter()
             .map(|h| h.retry_volume_create("personal", "vol", 1, ZERO, LONG)),
     )
-    .await
-    .into_iter()
-    .filter(|c| c.as_ref().unwrap().is_claimed())
-    .count();
+    .await;
     assert_eq!(won, 1);
     s.mark_volume_unknown("personal", "vol", "timeout")
         .await

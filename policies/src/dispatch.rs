@@ -35,9 +35,20 @@ pub fn on_existing(state: &DispatchState) -> Existing<'_> {
     }
 }
 
-/// The local work between a claim (which stamps the attempt's start) and the request it sends:
-/// journal and audit writes, each of which may wait out SQLite's 10 s busy timeout.
+/// Room for the time between a claim (which stamps the attempt's start) and the request it
+/// sends. The dispatcher sends nothing once [`SEND_DEADLINE`] has passed since its claim
+/// returned, so the rest covers the claim's own return.
 pub const SETTLE_MARGIN: Duration = Duration::from_secs(15);
+
+/// How long after its claim returned a dispatcher may still send the create (an audit write
+/// comes between: it can wait on a busy store, or the process can be suspended). Later, the
+/// attempt is marked failed unsent: a retry judged on the settle window could overlap it.
+pub const SEND_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Whether a create may still be sent `since_claim` after the claim returned.
+pub fn may_still_send(since_claim: Duration) -> bool {
+    since_claim <= SEND_DEADLINE
+}
 
 /// How long after an attempt was claimed a create it sent would be visible: the request goes
 /// out within [`SETTLE_MARGIN`] and the platform commits within the request's `timeout`.
@@ -134,6 +145,15 @@ mod tests {
             reason: "400".into(),
         };
         assert_eq!(on_existing(&failed), Existing::Proceed);
+    }
+
+    #[test]
+    fn a_create_held_up_after_its_claim_is_not_sent() {
+        assert!(may_still_send(Duration::from_millis(20)));
+        assert!(may_still_send(SEND_DEADLINE));
+        assert!(!may_still_send(SEND_DEADLINE + Duration::from_millis(1)));
+        // What is left of the margin covers the claim's own return.
+        assert!(SETTLE_MARGIN >= SEND_DEADLINE * 2);
     }
 
     #[test]

@@ -375,6 +375,11 @@ impl PolicyError {
 }
 
 const MAX_TIMEOUT_S: u64 = 3600;
+
+/// The longest create timeout: a create that commits later than the run-list cache re-reads
+/// (`runs_cache::STOP_MARGIN_MS` before its last read, less a minute for the settle margin and
+/// skew) could be missed by the reconciliation before a retry, and a second run follow.
+pub const MAX_CREATE_TIMEOUT_S: u64 = (crate::runs_cache::STOP_MARGIN_MS / 1000) as u64 - 60;
 const MAX_PLAN_TTL_SECONDS: u64 = 7 * 24 * 3600;
 const MAX_HEADER_READ_TIMEOUT_S: u64 = 300;
 const MAX_HTTP_CONNECTIONS: u64 = 65_536;
@@ -572,6 +577,15 @@ impl Policy {
                 ));
             }
         }
+        if self.platform.create_timeout_s > MAX_CREATE_TIMEOUT_S {
+            return Err(PolicyError::key_err(
+                "platform.create_timeout_s",
+                format!(
+                    "must be at most {MAX_CREATE_TIMEOUT_S} seconds (a create committing later could be missed by the check before a retry), got {}",
+                    self.platform.create_timeout_s
+                ),
+            ));
+        }
         let ranges: [(&str, u64, u64, u64); 5] = [
             (
                 "http.ready_cache_ms",
@@ -716,5 +730,17 @@ mod tests {
         assert!(cap.admits(16 * 1024));
         assert!(!cap.admits(16 * 1024 + 1));
         assert!(!cap.admits(usize::MAX));
+    }
+
+    #[test]
+    fn a_create_timeout_the_run_cache_could_not_cover_is_refused() {
+        assert_eq!(MAX_CREATE_TIMEOUT_S, 540);
+        let at = |s: u64| Policy::from_toml_str(&format!("[platform]\ncreate_timeout_s = {s}\n"));
+        assert!(at(540).is_ok());
+        let e = at(541).unwrap_err().to_string();
+        assert!(
+            e.contains("platform.create_timeout_s") && e.contains("at most 540"),
+            "{e}"
+        );
     }
 }

@@ -257,10 +257,9 @@ fn claim(
     lease: Duration,
 ) -> Result<Claim<Row>, StoreError> {
     let now = now_millis();
-    let existing = load(tx, kind, key, sub)?;
-    let (granted, until) = lease_for(now, lease);
-    match existing {
+    match load(tx, kind, key, sub)? {
         None => {
+            let (granted, until) = lease_for(now, lease);
             tx.execute(
                 "INSERT INTO journal (kind, key, sub, state, holder, lease_until, started_at,
                                       updated_at, attempts)
@@ -277,24 +276,7 @@ fn claim(
             )?;
             Ok(Claim::Claimed(granted))
         }
-        Some(r) if r.phase == Phase::Failed => {
-            tx.execute(
-                "UPDATE journal SET state = ?4, holder = ?5, lease_until = ?6, started_at = ?7,
-                        updated_at = ?7, run_id = NULL, reason = NULL, details = NULL,
-                        attempts = attempts + 1
-                 WHERE kind = ?1 AND key = ?2 AND sub = ?3",
-                params![
-                    kind.as_str(),
-                    key,
-                    sub,
-                    kind.in_progress(),
-                    granted.holder,
-                    until,
-                    now
-                ],
-            )?;
-            Ok(Claim::Claimed(granted))
-        }
+        Some(r) if r.phase == Phase::Failed => next_attempt(tx, kind, key, sub, now, lease),
         Some(r) => Ok(Claim::Existing(r)),
     }
 }
@@ -352,6 +334,18 @@ fn retry(
     if !doubtful || !settled || r.attempts != i64::from(attempt) {
         return Ok(Claim::Existing(r));
     }
+    next_attempt(tx, kind, key, sub, now, lease)
+}
+
+/// Start the record's next attempt for this process: in progress, a fresh lease, started now.
+fn next_attempt(
+    tx: &Transaction<'_>,
+    kind: Kind,
+    key: &str,
+    sub: &str,
+    now: i64,
+    lease: Duration,
+) -> Result<Claim<Row>, StoreError> {
     let (granted, until) = lease_for(now, lease);
     tx.execute(
         "UPDATE journal SET state = ?4, holder = ?5, lease_until = ?6, started_at = ?7,

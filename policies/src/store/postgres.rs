@@ -793,19 +793,7 @@ impl PgStore {
             )
             .await
             .map_err(pg)?;
-        if let Some(r) = taken {
-            return Ok(Claim::Claimed(Lease {
-                holder: holder.to_owned(),
-                lease_until: from_millis(r.get(0)),
-            }));
-        }
-        match self.load(&client, kind, key, sub, false).await? {
-            Some(found) => Ok(Claim::Existing(found)),
-            None => Err(StoreError::NotClaimed {
-                what: kind.what(),
-                key: describe(kind, key, sub),
-            }),
-        }
+        self.leased_or_found(&client, taken, kind, key, sub).await
     }
 
     /// A new attempt of a dispatch whose attempt `attempt` is in doubt and was judged to have
@@ -846,13 +834,26 @@ impl PgStore {
             )
             .await
             .map_err(pg)?;
-        if let Some(r) = retried {
+        self.leased_or_found(&client, retried, kind, key, sub).await
+    }
+
+    /// The answer of a conditional update that grants this process a lease: the lease when it
+    /// wrote the row, else the record as it stands (none at all: `NotClaimed`).
+    async fn leased_or_found(
+        &self,
+        client: &impl GenericClient,
+        granted: Option<PgRow>,
+        kind: Kind,
+        key: &str,
+        sub: &str,
+    ) -> Result<Claim<(journal::Row, i64)>, StoreError> {
+        if let Some(r) = granted {
             return Ok(Claim::Claimed(Lease {
-                holder: holder.to_owned(),
+                holder: holder_id().to_owned(),
                 lease_until: from_millis(r.get(0)),
             }));
         }
-        match self.load(&client, kind, key, sub, false).await? {
+        match self.load(client, kind, key, sub, false).await? {
             Some(found) => Ok(Claim::Existing(found)),
             None => Err(StoreError::NotClaimed {
                 what: kind.what(),

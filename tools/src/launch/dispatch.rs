@@ -63,6 +63,7 @@ async fn dispatch_inner(
     if let Some(done) = claim(state, store, platform, plan, body).await? {
         return Ok(done);
     }
+    let claimed = std::time::Instant::now();
     audit(
         state,
         "launch_run",
@@ -72,7 +73,30 @@ async fn dispatch_inner(
         json!({"run_name": body.run_name, "kind": body.kind}),
     )
     .await;
-    let answer = match wire_request(state, body)? {
+    let request = wire_request(state, body)?;
+    // The settle window that lets another session retry this attempt counts from the claim:
+    // a create held up past the margin is not sent at all.
+    if !dispatch::may_still_send(claimed.elapsed()) {
+        let why = format!(
+            "not sent: held up {} s between the claim and the request",
+            claimed.elapsed().as_secs()
+        );
+        let _ = store.mark_failed(&plan.id, &why).await;
+        audit(
+            state,
+            "launch_run",
+            "failed",
+            Some(&plan.id),
+            None,
+            json!({"error": why}),
+        )
+        .await;
+        return Err(ToolError::unavailable(format!(
+            "The launch of plan {} was held up between its journal claim and its request (a slow state store or a suspended process), so nothing was sent; call launch_run again. Nothing was dispatched.",
+            plan.id
+        )));
+    }
+    let answer = match request {
         WireRequest::Resume(from, request) => platform.resume_run(&from, &request).await,
         WireRequest::Create(request) => platform.create_run(&request).await,
     };
@@ -151,6 +175,12 @@ async fn claim(
                     ClaimConflict::ReturnRun { run_id, details } => {
                         Ok(Some(already(state, platform, plan, run_id, details).await))
                     }
+                    // The same attempt, still in doubt: the store's clock says its window is
+                    // not over yet.
+                    ClaimConflict::InDoubt if now.attempts == rec.attempts => Err(refuse(format!(
+                        "The last dispatch of plan {} has an unknown outcome and its settle window is not over yet on the state store's clock; call launch_run again in a few seconds. Nothing new was dispatched.",
+                        plan.id
+                    ))),
                     _ => Err(busy()),
                 },
             }

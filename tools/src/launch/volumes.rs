@@ -48,21 +48,26 @@ pub(super) async fn ensure_volume(
         .await
         .map_err(|e| platform_error("list volumes", &e))?;
     if !existing.iter().any(|x| x.name == v.name) {
+        let journal_err = |e| {
+            ToolError::unavailable(format!(
+                "cannot write the volume journal ({e}); call launch_run again. Nothing was created or dispatched."
+            ))
+        };
         let claim = store
             .claim_volume_create(&owner_key, &v.name, lease)
             .await
-            .map_err(|e| refuse(format!("cannot write the volume journal: {e}")))?;
+            .map_err(journal_err)?;
         let go = match claim {
             Claim::Claimed(_) => true,
             Claim::Existing(rec) => match rec.state {
-                VolumeState::Created => false,
                 VolumeState::Creating {
                     lease_expired: false,
                     ..
                 } => return Err(busy()),
-                // An earlier attempt's answer was lost, or its creator died. The listing above
-                // came before this claim (another call's attempt may have ended since): list
-                // again, then wait out that attempt's settle window, then retry that very
+                // Created by an earlier call, or an earlier attempt's answer was lost, or its
+                // creator died. The listing above came before this claim (another call may
+                // have created it since): list again. Not there: a volume created earlier is
+                // gone; otherwise wait out that attempt's settle window, then retry that very
                 // attempt (atomic: of several callers one creates, none once it moved on).
                 _ => {
                     let listed_at = chrono::Utc::now();
@@ -72,6 +77,11 @@ pub(super) async fn ensure_volume(
                     if now.iter().any(|x| x.name == v.name) {
                         let _ = store.mark_volume_created(&owner_key, &v.name).await;
                         false
+                    } else if rec.state == VolumeState::Created {
+                        return Err(refuse(format!(
+                            "Volume {} was created for this owner earlier but is no longer listed (deleted?): re-plan with another volume name, or without `volume`. Nothing was dispatched.",
+                            v.name
+                        )));
                     } else if let Some(wait) =
                         dispatch::settle_wait(rec.started_at, listed_at, timeout)
                     {
@@ -84,7 +94,7 @@ pub(super) async fn ensure_volume(
                         match store
                             .retry_volume_create(&owner_key, &v.name, rec.attempts, settle, lease)
                             .await
-                            .map_err(|e| refuse(format!("cannot write the volume journal: {e}")))?
+                            .map_err(journal_err)?
                         {
                             Claim::Claimed(_) => true,
                             // Created meanwhile: wait for it below.
