@@ -295,7 +295,7 @@ fn take_over(
             key: describe(kind, key, sub),
         });
     };
-    let expired = r.phase == Phase::InProgress && r.lease_until.is_none_or(|until| until <= now);
+    let expired = lease_over(&r, now);
     if !expired {
         return Ok(Claim::Existing(r));
     }
@@ -328,13 +328,17 @@ fn retry(
             key: describe(kind, key, sub),
         });
     };
-    let doubtful = r.phase == Phase::Unknown
-        || (r.phase == Phase::InProgress && r.lease_until.is_none_or(|until| until <= now));
+    let doubtful = r.phase == Phase::Unknown || lease_over(&r, now);
     let settled = r.started_at.saturating_add(lease_millis(settle)) <= now;
     if !doubtful || !settled || r.attempts != i64::from(attempt) {
         return Ok(Claim::Existing(r));
     }
     next_attempt(tx, kind, key, sub, now, lease)
+}
+
+/// An in-progress record whose holder's lease is over at `now` (no lease counts as over).
+fn lease_over(r: &Row, now: i64) -> bool {
+    r.phase == Phase::InProgress && r.lease_until.is_none_or(|until| until <= now)
 }
 
 /// Start the record's next attempt for this process: in progress, a fresh lease, started now.

@@ -81,16 +81,7 @@ async fn dispatch_inner(
             "not sent: held up {} s between the claim and the request",
             claimed.elapsed().as_secs()
         );
-        let _ = store.mark_failed(&plan.id, &why).await;
-        audit(
-            state,
-            "launch_run",
-            "failed",
-            Some(&plan.id),
-            None,
-            json!({"error": why}),
-        )
-        .await;
+        failed(state, store, plan, &why).await;
         return Err(ToolError::unavailable(format!(
             "The launch of plan {} was held up between its journal claim and its request (a slow state store or a suspended process), so nothing was sent; call launch_run again. Nothing was dispatched.",
             plan.id
@@ -104,17 +95,7 @@ async fn dispatch_inner(
         Ok(resp) => dispatched(state, store, platform, plan, body, resp, volume_created).await,
         Err(e) if e.is_ambiguous() => lost_answer(state, store, platform, plan, body, e).await,
         Err(e) => {
-            let _ = store.mark_failed(&plan.id, &e.to_string()).await;
-            crate::meter::launch(crate::meter::Launch::Failed);
-            audit(
-                state,
-                "launch_run",
-                "failed",
-                Some(&plan.id),
-                None,
-                json!({"error": e.to_string()}),
-            )
-            .await;
+            failed(state, store, plan, &e.to_string()).await;
             Err(platform_error(
                 &format!("launch plan {} (nothing was created)", plan.id),
                 &e,
@@ -187,6 +168,21 @@ async fn claim(
         }
         ClaimConflict::Busy => Err(busy()),
     }
+}
+
+/// Journal, count and audit a dispatch that definitely created nothing.
+async fn failed(state: &AppState, store: &dyn StateStore, plan: &PlanRecord, why: &str) {
+    let _ = store.mark_failed(&plan.id, why).await;
+    crate::meter::launch(crate::meter::Launch::Failed);
+    audit(
+        state,
+        "launch_run",
+        "failed",
+        Some(&plan.id),
+        None,
+        json!({"error": why}),
+    )
+    .await;
 }
 
 /// The answer for a plan another session launched meanwhile.
