@@ -392,7 +392,7 @@ impl Http {
     pub(crate) async fn json_fast<T: DeserializeOwned>(
         &self,
         call: Call,
-        fast: fn(&[u8]) -> Option<T>,
+        fast: fn(&bytes::Bytes) -> Option<T>,
     ) -> Result<T, PlatformError> {
         let endpoint = call.endpoint();
         let (status, bytes) = self.json_bytes(&call, &endpoint).await?;

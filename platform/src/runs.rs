@@ -14,7 +14,7 @@ use crate::error::PlatformError;
 use crate::http::{Call, Service, decode, segment};
 use crate::wire::runs::{
     CheckpointsResponse, CreateRunRequest, CreateRunResponse, DistributionsResponse,
-    EnvServersResponse, LogsResponse, MetricsResponse, PauseRunResponse, PrepareRequest,
+    EnvServersResponse, LogsBody, LogsResponse, MetricsResponse, PauseRunResponse, PrepareRequest,
     PrepareResponse, ProgressResponse, ResumeRunRequest, RlRun, RunEnvelope, RunPage, RunUsage,
     SamplesResponse,
 };
@@ -486,13 +486,24 @@ impl PlatformClient {
         last
     }
 
-    /// `GET /rft/runs/{id}/logs` with the options of §5.6. A 404 whose detail carries a
-    /// startup marker becomes [`PlatformError::NotStartedYet`].
+    /// `GET /rft/runs/{id}/logs` with the options of §5.6, decoded. A 404 whose detail
+    /// carries a startup marker becomes [`PlatformError::NotStartedYet`].
     pub async fn get_logs(
         &self,
         run_id: &str,
         query: &LogsQuery,
     ) -> Result<LogsResponse, PlatformError> {
+        let body = self.get_logs_body(run_id, query).await?;
+        Ok(LogsResponse { logs: body.text()? })
+    }
+
+    /// [`PlatformClient::get_logs`](crate::PlatformClient::get_logs), the text left as sent: a caller that needs only the last lines
+    /// decodes only those ([`LogsBody`]).
+    pub async fn get_logs_body(
+        &self,
+        run_id: &str,
+        query: &LogsQuery,
+    ) -> Result<LogsBody, PlatformError> {
         let level = query.validate()?;
         let call = Call::get(
             Service::Platform,
@@ -505,9 +516,11 @@ impl PlatformClient {
             .query_opt("component", query.component.wire())
             .query_opt("env_name", query.env_name.as_deref())
             .query_opt("pod_index", query.pod_index);
+        let endpoint = call.endpoint();
         self.http
-            .json_fast(call, LogsResponse::from_plain_body)
+            .json_fast(call, LogsBody::from_plain_body)
             .await
+            .map(|body| body.with_endpoint(endpoint))
             .map_err(not_started_yet)
     }
 

@@ -205,9 +205,20 @@ static SHAPE_SET: LazyLock<RegexSet> = LazyLock::new(|| {
     RegexSet::new(SHAPES.iter().map(|s| s.re.as_str())).expect("shape set compiles")
 });
 
-/// A 40-character base64 run: an AWS secret access key when an access key id is beside it.
-static AWS_SECRET: LazyLock<Regex> =
-    LazyLock::new(|| build(r"(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])"));
+/// A run of 40 or more base64 characters, whole (leftmost and greedy, so each match is a
+/// maximal run): see [`aws_secrets`].
+static AWS_SECRET: LazyLock<Regex> = LazyLock::new(|| build(r"[A-Za-z0-9/+=]{40,}"));
+
+/// The AWS secret access keys of `text`, to be redacted when an access key id occurs in it:
+/// runs of exactly 40 base64 characters without `=`, both cases, with no base64 character or
+/// `=` either side. Found as whole runs rather than with the character either side in the
+/// match, so that two keys one character apart (`KEY1,KEY2`) are both found.
+pub(crate) fn aws_secrets(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    AWS_SECRET
+        .find_iter(text)
+        .filter(|m| m.len() == 40 && !m.as_str().contains('=') && mixed_case(m.as_str()))
+        .map(|m| m.range())
+}
 
 /// Whether `s` has the exact shape of an AWS secret access key (for sibling values).
 pub(crate) fn is_aws_secret_shape(s: &str) -> bool {
@@ -252,16 +263,12 @@ pub(crate) fn shape_hits(text: &str, out: &mut Vec<Hit>) {
         }
     }
     if aws_id {
-        for caps in AWS_SECRET.captures_iter(text) {
-            if let Some(m) = caps.get(1)
-                && mixed_case(m.as_str())
-            {
-                out.push(Hit {
-                    range: m.range(),
-                    kind: SecretKind::AwsSecretAccessKey,
-                    weak: false,
-                });
-            }
+        for range in aws_secrets(text) {
+            out.push(Hit {
+                range,
+                kind: SecretKind::AwsSecretAccessKey,
+                weak: false,
+            });
         }
     }
 }
@@ -396,6 +403,8 @@ pub(crate) struct KnownForms {
     owner: Vec<usize>,
     /// The names of the known secrets (never their values).
     names: Vec<String>,
+    /// Whether a form holds a line break, so that an occurrence can span two lines.
+    multiline: bool,
 }
 
 impl std::fmt::Debug for KnownForms {
@@ -532,13 +541,20 @@ impl KnownForms {
                 owner.push(i);
             }
         }
+        let multiline = patterns.iter().any(|p| p.contains('\n'));
         let scan = Literals::new(&patterns);
         KnownForms {
             matcher: OnceLock::new(),
             scan,
             owner,
             names,
+            multiline,
         }
+    }
+
+    /// Whether an occurrence of a known form can hold a line break.
+    pub(crate) fn multiline(&self) -> bool {
+        self.multiline
     }
 
     /// The automaton over every known form (the patterns in `scan`'s order), built once.

@@ -132,6 +132,26 @@ impl Redactor {
         }
     }
 
+    /// Whether the text after a line break can be redacted on its own: true when no match can
+    /// hold the break, given `line_before` (the last line before it, without the break) and a
+    /// text before the break free of [`CONTEXT_LITERALS`]. Then the redaction of the whole
+    /// text ends with that of the text after the break (a property test holds it), and a tool
+    /// that answers with the last lines of a long text need not decode or scan the rest.
+    ///
+    /// A match holds a line break only in a run of white space: between `bearer` and its
+    /// token, or around the `=`/`:` of an assignment (after a name, a `"`, a `\\`, a `=` or
+    /// a `:`); or inside a PEM block or an AWS key id's reach (the literals); or inside a
+    /// known value with a line break in it. So the break stands alone when the line before it
+    /// ends with a character that can end none of those, such as the `}` of a JSON record.
+    pub fn cut_stands_alone(&self, line_before: &str) -> bool {
+        !self.known.multiline()
+            && line_before.chars().next_back().is_some_and(|c| {
+                !(c.is_whitespace()
+                    || c.is_ascii_alphanumeric()
+                    || matches!(c, '_' | '.' | '-' | '"' | '\\' | '=' | ':'))
+            })
+    }
+
     /// Whether `text` would come out of [`Redactor::redact`] unchanged.
     pub fn is_clean(&self, text: &str) -> bool {
         self.pass(text).is_none()
@@ -205,6 +225,25 @@ impl Redactor {
         }
         Some(replace(text, merge(ranges))).filter(|out| out != text)
     }
+}
+
+/// Literals whose occurrence anywhere in a text can change how the text after them is
+/// redacted: a PEM private key block runs from its opener to its end marker or to the end of
+/// the text, and a 40-character secret is redacted anywhere in a text with an AWS access key
+/// id. See [`Redactor::cut_stands_alone`].
+pub const CONTEXT_LITERALS: [&str; 3] = ["-----BEGIN", "AKIA", "ASIA"];
+
+/// Whether `bytes` hold one of [`CONTEXT_LITERALS`] (a vector search for each: faster here
+/// than one automaton for all three).
+pub fn holds_context_literal(bytes: &[u8]) -> bool {
+    static FINDERS: std::sync::LazyLock<Vec<memchr::memmem::Finder<'static>>> =
+        std::sync::LazyLock::new(|| {
+            CONTEXT_LITERALS
+                .iter()
+                .map(|l| memchr::memmem::Finder::new(l.as_bytes()))
+                .collect()
+        });
+    FINDERS.iter().any(|f| f.find(bytes).is_some())
 }
 
 /// `text` with each of the sorted, disjoint `ranges` replaced by [`REDACTED`].
@@ -474,6 +513,96 @@ mod tests {
             let new = Redactor::new(known()).redact(&text);
             prop_assert_eq!(old, new);
         }
+    }
+
+    /// A log-like text: the pieces above, with JSON records' line ends (`}` then a break,
+    /// where a cut stands alone) and lines that end in each character a cut must not follow.
+    fn log_piece() -> impl Strategy<Value = String> {
+        let ends = prop::sample::select(vec![
+            "}\n",
+            "\"}\n",
+            "]\n",
+            ")\n",
+            "}\r\n",
+            "bearer\n",
+            "Bearer \n\n",
+            "password\n",
+            "password=\n",
+            "api_key:\n",
+            "\"token\"\n",
+            "secret\\\n",
+            "x.\n",
+            "x-\n",
+            "\u{2003}\n",
+            "AKIA\n",
+        ])
+        .prop_map(str::to_string);
+        prop_oneof![3 => piece(), 2 => ends]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Where a cut stands alone, the text after it redacts as it does in the whole text:
+        /// the tool that reads only the end of a long log answers as if it had read it all.
+        #[test]
+        fn a_cut_that_stands_alone_redacts_as_the_whole(
+            pieces in prop::collection::vec(log_piece(), 0..16),
+            with_known in any::<bool>(),
+        ) {
+            let text = pieces.concat();
+            let r = Redactor::new(if with_known { known() } else { KnownSecrets::new() });
+            let whole = r.redact(&text);
+            for (at, _) in text.match_indices('\n') {
+                let cut = at + 1;
+                let before = text[..cut].lines().next_back().unwrap_or("");
+                if holds_context_literal(&text.as_bytes()[..cut]) || !r.cut_stands_alone(before) {
+                    continue;
+                }
+                let tail = r.redact(&text[cut..]);
+                prop_assert!(
+                    whole.ends_with(&*tail),
+                    "cut at {} of {:?}: whole {:?}, tail {:?}", cut, text, whole, tail
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_stands_alone_only_after_a_line_no_match_can_continue() {
+        let r = Redactor::default();
+        for ok in ["{\"a\":1}", "x)", "[REDACTED]", "ok;", "é"] {
+            assert!(r.cut_stands_alone(ok), "{ok:?}");
+        }
+        for not in [
+            "", "bearer", "a=", "key:", "\"name\"", "x\\", "token ", "v1.", "a-",
+        ] {
+            assert!(!r.cut_stands_alone(not), "{not:?}");
+        }
+        let mut k = KnownSecrets::new();
+        k.add("PEM", &SecretString::from("line one\nline two"));
+        assert!(
+            !Redactor::new(k).cut_stands_alone("}"),
+            "a known value spans lines"
+        );
+        assert!(holds_context_literal(b"x -----BEGIN"));
+        assert!(holds_context_literal(b"ASIA"));
+        assert!(!holds_context_literal(b"-----END asia"));
+    }
+
+    /// Two AWS secret keys one character apart are both found (the character between them
+    /// once belonged to the first match, so the second was missed).
+    #[test]
+    fn aws_secrets_side_by_side_are_all_redacted() {
+        let a = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        let b = "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/Ab";
+        let text = format!("AKIAIOSFODNN7EXAMPLE {a},{b}\n{a}");
+        let out = Redactor::default().redact(&text).into_owned();
+        assert_eq!(
+            out,
+            format!("AKIAIOSFODNN7EXAMPLE {REDACTED},{REDACTED}\n{REDACTED}")
+                .replace("AKIAIOSFODNN7EXAMPLE", REDACTED)
+        );
     }
 
     /// Old and new agree on `text`, borrowing alike.

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 
 use aho_corasick::{AhoCorasick, MatchKind, packed};
 
-use super::{AWS_SECRET, SHAPES, is_placeholder, mixed_case, name_says_secret};
+use super::{SHAPES, aws_secrets, is_placeholder, name_says_secret};
 use crate::secret::SecretKind;
 
 /// A packed (Teddy) searcher refuses more than 64 literals, and past 32 it switches to its
@@ -198,13 +198,7 @@ pub(crate) fn shape_ranges(text: &str, out: &mut Vec<Range<usize>>) {
         }
     }
     if aws_id {
-        for caps in AWS_SECRET.captures_iter(text) {
-            if let Some(m) = caps.get(1)
-                && mixed_case(m.as_str())
-            {
-                out.push(m.range());
-            }
-        }
+        out.extend(aws_secrets(text));
     }
     assignment_ranges(text, out);
 }
