@@ -143,6 +143,11 @@ impl Redactor {
     /// a `:`); or inside a PEM block or an AWS key id's reach (the literals); or inside a
     /// known value with a line break in it. So the break stands alone when the line before it
     /// ends with a character that can end none of those, such as the `}` of a JSON record.
+    ///
+    /// One case is left out: a text before the break that keeps changing for all of
+    /// [`MAX_PASSES`] passes makes the whole text's redaction [`REDACTED`] alone, where the
+    /// text after the break is redacted on its own (as fully: a fixed point of its own passes).
+    /// No text found so far changes for more than three.
     pub fn cut_stands_alone(&self, line_before: &str) -> bool {
         !self.known.multiline()
             && line_before.chars().next_back().is_some_and(|c| {
@@ -560,8 +565,10 @@ mod tests {
                     continue;
                 }
                 let tail = r.redact(&text[cut..]);
+                // The same lines: the whole ends with a line break, then the tail.
+                let head = whole.strip_suffix(&*tail);
                 prop_assert!(
-                    whole.ends_with(&*tail),
+                    head.is_some_and(|h| h.ends_with('\n')),
                     "cut at {} of {:?}: whole {:?}, tail {:?}", cut, text, whole, tail
                 );
             }

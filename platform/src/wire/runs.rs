@@ -743,10 +743,13 @@ pub struct LogsResponse {
 /// A `GET …/logs` answer as the platform sent it: the `logs` string found and its framing
 /// checked, but not decoded, so that a tool answering with the last lines decodes only those.
 /// Positions are offsets into the string's content as sent (JSON-escaped); a line starts at 0
-/// or just after an escaped line feed (`\n`).
+/// or just after an escaped line feed (`\n`, as every common encoder writes it; a line feed
+/// written `\u000a` is decoded, but is not where [`LogsBody::line_start`] cuts).
 ///
 /// The plain body `{"logs": "<string>"}` (whitespace where JSON allows it) is kept as sent;
-/// any other (other keys, `null`) is decoded by serde_json and kept as text.
+/// any other (other keys, `null`) is decoded by serde_json and kept as text. Only what is
+/// decoded is checked: a malformed escape, control character or invalid UTF-8 fails the read
+/// that reaches it, and a read of the last lines does not reach the text before them.
 #[derive(Clone)]
 pub struct LogsBody {
     bytes: bytes::Bytes,
@@ -898,7 +901,7 @@ impl LogsBody {
             .map(|r| r.logs)
             .map_err(|e| crate::PlatformError::Decode {
                 endpoint: self.endpoint.clone(),
-                message: e.to_string(),
+                message: format!("response body is not JSON ({e})"),
             })
     }
 }
@@ -1372,8 +1375,8 @@ mod tests {
             .collect()
     }
 
-    /// Walking back from the end by line starts cuts the text as sent at its line feeds and
-    /// nowhere else, whatever escapes surround them (`\\n` is a backslash and an `n`); the
+    /// Walking back from the end by line starts cuts the text as sent (as serde_json writes
+    /// it) at its line feeds and nowhere else, whatever escapes surround them (`\\n` is a backslash and an `n`); the
     /// pieces decode to the text's lines.
     #[test]
     fn line_starts_are_found_in_the_text_as_sent() {
