@@ -6,6 +6,7 @@
 mod checkpoints;
 mod diagnose;
 mod export;
+mod log_tail;
 mod logs;
 mod metrics;
 pub(crate) mod report;
