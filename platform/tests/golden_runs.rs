@@ -856,7 +856,7 @@ async fn metrics_without_options_send_no_query_string() {
         .await
         .unwrap();
     assert_eq!(
-        m.metrics,
+        m.metrics.iter().map(|r| r.to_value()).collect::<Vec<_>>(),
         vec![
             json!({"step": 1, "reward": 0.5}),
             json!({"step": 2, "reward": 0.7})

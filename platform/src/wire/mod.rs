@@ -4,6 +4,7 @@
 //! where it is (required fields, the prepare answer).
 
 pub mod account;
+pub mod metrics;
 pub mod runs;
 pub mod traces;
 pub mod volumes;

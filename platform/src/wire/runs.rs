@@ -9,6 +9,7 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+pub use super::metrics::{MetricRecord, MetricsResponse, RecordFields};
 use super::null_default;
 use crate::http::serialize_opt_secret;
 
@@ -1057,15 +1058,6 @@ pub struct EnvServer {
     pub pod_name: String,
     /// Pod status (e.g. `Running`).
     pub status: String,
-}
-
-/// `GET /rft/runs/{id}/metrics` → `{"metrics": [...]}`; records are opaque
-/// (`{"step": n, "<metric>": value, ...}` by inference).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct MetricsResponse {
-    /// Metric records, verbatim.
-    #[serde(default, deserialize_with = "null_default")]
-    pub metrics: Vec<Value>,
 }
 
 /// `GET /rft/runs/{id}/progress` (camelCase on the wire).

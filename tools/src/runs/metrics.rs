@@ -1,9 +1,10 @@
 //! `get_metrics` (a summary per metric and the newest records by default; a range, or every
 //! record written to a file, on request) and `get_progress`.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use factory_platform::MetricsQuery;
+use factory_platform::wire::runs::{MetricRecord, RecordFields};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -110,10 +111,6 @@ fn check_names(names: &[String]) -> Result<(), ToolError> {
     Ok(())
 }
 
-fn step_of(record: &Value) -> Option<i64> {
-    record.get("step").and_then(Value::as_i64)
-}
-
 /// `record` with only `step` and the named metrics.
 fn keep_names(record: Value, names: &[String]) -> Value {
     match record {
@@ -162,19 +159,45 @@ fn trend(points: &[(f64, f64)]) -> (Option<&'static str>, Option<f64>) {
     (Some(word), Some((share * 1000.0).round() / 10.0))
 }
 
-/// Every numeric metric (all keys but `step`) of `records`, oldest first.
-fn summarise(records: &[Value]) -> BTreeMap<String, MetricSummary> {
-    let mut series: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
-    for (i, r) in records.iter().enumerate() {
-        let Value::Object(map) = r else { continue };
-        let x = step_of(r).map_or(i as f64, |s| s as f64);
-        for (k, v) in map {
-            if let (false, Some(y)) = (k == "step", v.as_f64()) {
-                series.entry(k).or_default().push((x, y));
+/// Every numeric metric (all fields but `step`; only `names` when given) of `records`, read
+/// with [`MetricRecord::fields`], oldest first (`None` for a record that is not an object). A
+/// metric is numeric in a record when its last occurrence there is a number, as in the record
+/// read as a JSON object.
+fn summarise<'a>(
+    records: impl Iterator<Item = Option<&'a RecordFields<'a>>>,
+    names: Option<&[String]>,
+) -> BTreeMap<String, MetricSummary> {
+    /// A metric's points, and the record its last point came from.
+    #[derive(Default)]
+    struct Series {
+        last_from: Option<usize>,
+        points: Vec<(f64, f64)>,
+    }
+    let mut series: HashMap<&str, Series> = HashMap::new();
+    for (i, fields) in records.enumerate() {
+        let Some(fields) = fields else { continue };
+        let x = fields.step.map_or(i as f64, |s| s as f64);
+        for (name, value) in &fields.values {
+            if names.is_some_and(|n| !n.iter().any(|n| n == name)) {
+                continue;
+            }
+            let s = series.entry(name.as_ref()).or_default();
+            // A name sent twice in one record: the last occurrence stands.
+            if s.last_from == Some(i) {
+                s.points.pop();
+                s.last_from = None;
+            }
+            if let Some(y) = value {
+                s.points.push((x, *y));
+                s.last_from = Some(i);
             }
         }
     }
     series
+        .into_iter()
+        .filter(|(_, s)| !s.points.is_empty())
+        .map(|(name, s)| (name, s.points))
+        .collect::<BTreeMap<_, _>>()
         .into_iter()
         .map(|(name, pts)| {
             let ys = pts.iter().map(|p| p.1);
@@ -193,11 +216,11 @@ fn summarise(records: &[Value]) -> BTreeMap<String, MetricSummary> {
 }
 
 /// Fills `budget` bytes: the summary first (metrics in name order, the rest dropped and
-/// counted), then the newest of `records`, at most `wanted`. Returns the number of metrics
+/// counted), then records from `newest_first`, at most `wanted`. Returns the number of metrics
 /// dropped and the records kept, oldest first.
 fn fit(
     summary: &mut BTreeMap<String, MetricSummary>,
-    records: &[Value],
+    newest_first: impl Iterator<Item = Value>,
     wanted: usize,
     mut budget: usize,
 ) -> (usize, Vec<Value>) {
@@ -212,13 +235,13 @@ fn fit(
     });
     budget -= used;
     let mut kept = Vec::new();
-    for r in records.iter().rev().take(wanted) {
-        let cost = json_len(r) + 1;
+    for r in newest_first.take(wanted) {
+        let cost = json_len(&r) + 1;
         if cost > budget {
             break;
         }
         budget -= cost;
-        kept.push(r.clone());
+        kept.push(r);
     }
     kept.reverse();
     (omitted, kept)
@@ -284,20 +307,31 @@ pub(super) async fn get_metrics(
         )
         .await
         .map_err(|e| not_found_or(&args.run_id, "get metrics of run", e))?;
-    let mut records = resp.metrics;
-    records.sort_by_key(|r| step_of(r).unwrap_or(i64::MIN));
-    if let Some(names) = &args.names {
-        records = records.into_iter().map(|r| keep_names(r, names)).collect();
-    }
+    // Each record is read for its step and numbers without building a tree; only the ones
+    // listed (or written to a file) become trees.
+    let records = resp.metrics;
+    let fields: Vec<Option<RecordFields>> = records.iter().map(MetricRecord::fields).collect();
+    let step = |i: usize| fields[i].as_ref().and_then(|f| f.step);
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_by_key(|&i| step(i).unwrap_or(i64::MIN));
+    let names = args.names.as_deref();
+    let shown = |i: usize| {
+        let record = records[i].to_value();
+        match names {
+            Some(names) => keep_names(record, names),
+            None => record,
+        }
+    };
     let window = Window {
-        first_step: records.first().and_then(step_of),
-        last_step: records.last().and_then(step_of),
+        first_step: order.first().and_then(|&i| step(i)),
+        last_step: order.last().and_then(|&i| step(i)),
         records: records.len(),
     };
-    let mut summary = summarise(&records);
+    let mut summary = summarise(order.iter().map(|&i| fields[i].as_ref()), names);
     let exported = match target {
         Some((dest, format)) => {
-            Some(export::write_rows(&state, dest, "metrics", format, records.clone()).await?)
+            let rows = order.iter().map(|&i| shown(i)).collect();
+            Some(export::write_rows(&state, dest, "metrics", format, rows).await?)
         }
         None => None,
     };
@@ -307,7 +341,8 @@ pub(super) async fn get_metrics(
     } else {
         DEFAULT_ANSWER_BYTES
     };
-    let (omitted, metrics) = fit(&mut summary, &records, wanted, budget);
+    let newest_first = order.iter().rev().map(|&i| shown(i));
+    let (omitted, metrics) = fit(&mut summary, newest_first, wanted, budget);
     let count = metrics.len();
     let truncated = count < records.len() || omitted > 0;
     let mut notes = Vec::new();
@@ -397,6 +432,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The summary of `records` (in this order) as get_metrics makes it.
+    fn summary_of(records: &[Value], names: Option<&[String]>) -> BTreeMap<String, MetricSummary> {
+        let records: Vec<MetricRecord> = records.iter().map(MetricRecord::from).collect();
+        let fields: Vec<_> = records.iter().map(MetricRecord::fields).collect();
+        summarise(fields.iter().map(Option::as_ref), names)
+    }
+
     fn line(n: usize, f: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
         (1..=n).map(|i| (i as f64, f(i as f64))).collect()
     }
@@ -422,7 +464,7 @@ mod tests {
             json!({"step": 2, "loss": 1.0, "reward/mean": 0.5}),
             json!({"step": 3, "loss": 2.0, "reward/mean": 0.123456789}),
         ];
-        let s = summarise(&records);
+        let s = summary_of(&records, None);
         assert_eq!(s.keys().collect::<Vec<_>>(), ["loss", "reward/mean"]);
         let loss = &s["loss"];
         assert_eq!(
@@ -449,11 +491,11 @@ mod tests {
                 Value::Object(r)
             })
             .collect();
-        let mut summary = summarise(&records);
+        let mut summary = summary_of(&records, None);
         assert_eq!(summary.len(), 60);
         let (omitted, kept) = fit(
             &mut summary,
-            &records,
+            records.iter().rev().cloned(),
             DEFAULT_RECORDS,
             DEFAULT_ANSWER_BYTES,
         );
@@ -462,14 +504,120 @@ mod tests {
         assert_eq!(omitted + summary.len(), 60);
         assert!(omitted > 0 && kept.is_empty(), "{omitted} {}", kept.len());
         // Named metrics (a handful) leave room for the newest records.
+        let names = ["train/metric_number_01/mean".to_string()];
         let few: Vec<Value> = records
-            .into_iter()
-            .map(|r| keep_names(r, &["train/metric_number_01/mean".into()]))
+            .iter()
+            .map(|r| keep_names(r.clone(), &names))
             .collect();
-        let mut summary = summarise(&few);
-        let (omitted, kept) = fit(&mut summary, &few, DEFAULT_RECORDS, DEFAULT_ANSWER_BYTES);
+        let mut summary = summary_of(&records, Some(&names));
+        assert_eq!(summary_of(&few, None).len(), 1);
+        let (omitted, kept) = fit(
+            &mut summary,
+            few.iter().rev().cloned(),
+            DEFAULT_RECORDS,
+            DEFAULT_ANSWER_BYTES,
+        );
         assert_eq!((omitted, kept.len()), (0, DEFAULT_RECORDS));
         assert_eq!(kept[9]["step"], 150);
+    }
+
+    /// The summary as it was made before records were read without trees: from each record
+    /// read as a JSON object (the reference of the differential test below).
+    fn summary_by_tree(records: &[Value]) -> BTreeMap<String, MetricSummary> {
+        let mut series: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+        for (i, r) in records.iter().enumerate() {
+            let Value::Object(map) = r else { continue };
+            let x = r
+                .get("step")
+                .and_then(Value::as_i64)
+                .map_or(i as f64, |s| s as f64);
+            for (k, v) in map {
+                if let (false, Some(y)) = (k == "step", v.as_f64()) {
+                    series.entry(k).or_default().push((x, y));
+                }
+            }
+        }
+        // The same per-series arithmetic as `summarise` (first, last, min, max, trend).
+        series
+            .into_iter()
+            .map(|(name, pts)| {
+                let ys = pts.iter().map(|p| p.1);
+                let (trend, change_pct) = trend(&pts[pts.len().saturating_sub(TREND_POINTS)..]);
+                let s = MetricSummary {
+                    first: sig6(pts[0].1),
+                    last: sig6(pts[pts.len() - 1].1),
+                    min: sig6(ys.clone().fold(f64::INFINITY, f64::min)),
+                    max: sig6(ys.fold(f64::NEG_INFINITY, f64::max)),
+                    trend,
+                    change_pct,
+                };
+                (name.to_string(), s)
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Records as a platform could send them — names repeated within a record, steps that
+        /// are missing, fractional or strings, values of every JSON type, records that are not
+        /// objects — summarise as they did when each record was read as a JSON object.
+        #[test]
+        fn records_read_without_trees_summarise_as_trees_did(
+            records in proptest::collection::vec(
+                proptest::option::weighted(
+                    0.9,
+                    proptest::collection::vec((0usize..5, 0usize..7, -1000i64..1000), 0..8),
+                ),
+                0..12,
+            ),
+            only in proptest::option::of(proptest::collection::vec(0usize..5, 1..3)),
+        ) {
+            const NAMES: [&str; 5] = ["step", "loss", "reward/mean", "lr", "esc\\\"aped"];
+            let value = |kind: usize, n: i64| match kind {
+                0 => n.to_string(),
+                1 => format!("{}.25", n),
+                2 => format!("\"{n}\""),
+                3 => "null".to_string(),
+                4 => "true".to_string(),
+                5 => format!("{{\"a\": [{n}]}}"),
+                _ => format!("{}", n.unsigned_abs() + u64::MAX / 2),
+            };
+            let texts: Vec<String> = records
+                .iter()
+                .map(|r| match r {
+                    None => "[1, 2]".to_string(),
+                    Some(fields) => {
+                        let body: Vec<String> = fields
+                            .iter()
+                            .map(|(k, kind, n)| format!("\"{}\": {}", NAMES[*k], value(*kind, *n)))
+                            .collect();
+                        format!("{{{}}}", body.join(", "))
+                    }
+                })
+                .collect();
+            let names: Option<Vec<String>> = only.map(|o| {
+                o.iter().map(|&k| serde_json::from_str::<String>(&format!("\"{}\"", NAMES[k])).unwrap()).collect()
+            });
+            let trees: Vec<Value> = texts
+                .iter()
+                .map(|t| serde_json::from_str::<Value>(t).unwrap())
+                .map(|v| match &names {
+                    Some(n) => keep_names(v, n),
+                    None => v,
+                })
+                .collect();
+            let raw: Vec<MetricRecord> = texts
+                .iter()
+                .map(|t| serde_json::from_str(t).unwrap())
+                .collect();
+            let fields: Vec<_> = raw.iter().map(MetricRecord::fields).collect();
+            let got = summarise(fields.iter().map(Option::as_ref), names.as_deref());
+            let want = summary_by_tree(&trees);
+            proptest::prop_assert_eq!(
+                serde_json::to_value(&got).unwrap(),
+                serde_json::to_value(&want).unwrap()
+            );
+        }
     }
 
     #[test]

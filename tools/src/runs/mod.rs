@@ -20,6 +20,7 @@ use factory_platform::{
     ListRunsQuery, PlatformError, TeamScope,
     wire::runs::{RlRun, RunStatus},
 };
+use futures::{StreamExt, TryStreamExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -255,6 +256,9 @@ async fn list_runs(
     ))
 }
 
+/// Owners whose runs `list_runs` reads at the same time.
+const OWNERS_AT_ONCE: usize = 4;
+
 /// `list_runs` without an owner: each owner's newest runs (enough of them for this page),
 /// merged newest first and labelled with their owner.
 async fn list_every_owner(
@@ -270,17 +274,30 @@ async fn list_every_owner(
     let matching = |r: &RlRun| wanted.as_ref().is_none_or(|w| &r.run_status() == w);
     let mut merged: Vec<(Option<DateTime<Utc>>, RunSummary)> = Vec::new();
     let (mut scanned, mut total, mut incomplete) = (0usize, Some(0u64), false);
-    for o in &owners.all {
-        let scope = owner::scope_of(&o.team);
-        let scan = platform
-            .scan_runs(
-                &scope,
-                args.mine.unwrap_or(false),
-                state.limits.status_scan_pages,
-                |runs| runs.iter().filter(|r| matching(r)).count() >= skip + limit as usize,
-            )
-            .await
-            .map_err(|e| platform_error(&format!("list the runs of the {}", o.label()), &e))?;
+    // The owners are read side by side (a few at a time), not one after another: the call
+    // waits for the slowest owner's pages, not for the sum of them all.
+    let reads: Vec<_> = owners
+        .all
+        .iter()
+        .map(|o| async move {
+            let scope = owner::scope_of(&o.team);
+            let scan = platform
+                .scan_runs(
+                    &scope,
+                    args.mine.unwrap_or(false),
+                    state.limits.status_scan_pages,
+                    |runs| runs.iter().filter(|r| matching(r)).count() >= skip + limit as usize,
+                )
+                .await
+                .map_err(|e| platform_error(&format!("list the runs of the {}", o.label()), &e))?;
+            Ok::<_, ToolError>((o, scan))
+        })
+        .collect();
+    let scans: Vec<_> = futures::stream::iter(reads)
+        .buffered(OWNERS_AT_ONCE)
+        .try_collect()
+        .await?;
+    for (o, scan) in scans {
         scanned += scan.runs.len();
         total = total.zip(scan.total).map(|(a, b)| a + b);
         incomplete |= scan.truncated;
