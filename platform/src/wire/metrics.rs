@@ -1,13 +1,13 @@
 //! `GET /rft/runs/{id}/metrics` → `{"metrics": [...]}`. The records are opaque to the CLI
 //! (`{"step": n, "<metric>": value, ...}` by inference) and a run has hundreds of them, of which
-//! a tool shows a handful: each is kept as the text the platform sent (checked to be JSON, one
-//! allocation), read for its step and numbers without building a tree, and made a tree only
-//! when it is shown or written.
+//! a tool shows a handful: each is kept as the text the platform sent (checked as a tree would
+//! be read, without building one; one allocation), read for its step and numbers without
+//! building a tree, and made a tree only when it is shown or written.
 
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -22,10 +22,84 @@ pub struct MetricsResponse {
     pub metrics: Vec<MetricRecord>,
 }
 
-/// One metric record exactly as the platform sent it (any JSON value; an object in practice).
-#[derive(Clone, Deserialize, Serialize)]
+/// One metric record as the platform sent it (any JSON value; an object in practice). Its text
+/// is the one sent, but for an answer the client had to read as a tree first (then it is that
+/// tree's compact JSON).
+#[derive(Clone, Serialize)]
 #[serde(transparent)]
 pub struct MetricRecord(Box<RawValue>);
+
+/// Brackets a record may nest: what reading the whole answer as a tree allows below the
+/// answer's object and its `metrics` list (serde_json reads up to 127 nested brackets).
+const MAX_DEPTH: usize = 125;
+
+impl<'de> Deserialize<'de> for MetricRecord {
+    /// The record's text, refused when reading it as a tree would fail (a number out of
+    /// range, a lone surrogate escape, nesting deeper than [`MAX_DEPTH`]), as the answer read
+    /// whole was: a record kept is one [`MetricRecord::to_value`] reads.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(d)?;
+        let mut check = serde_json::Deserializer::from_str(raw.get());
+        Checked(1)
+            .deserialize(&mut check)
+            .map_err(|e| de::Error::custom(format!("metric record: {e}")))?;
+        Ok(MetricRecord(raw))
+    }
+}
+
+/// Reads a JSON value as a tree would (every number and string decoded) without keeping it;
+/// the number is the depth of the value's own brackets.
+#[derive(Clone, Copy)]
+struct Checked(usize);
+
+impl<'de> DeserializeSeed<'de> for Checked {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if self.0 > MAX_DEPTH {
+            return Err(de::Error::custom("nested too deeply"));
+        }
+        while seq.next_element_seed(Checked(self.0 + 1))?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        if self.0 > MAX_DEPTH {
+            return Err(de::Error::custom("nested too deeply"));
+        }
+        while map.next_key_seed(Checked(self.0 + 1))?.is_some() {
+            map.next_value_seed(Checked(self.0 + 1))?;
+        }
+        Ok(())
+    }
+}
 
 impl fmt::Debug for MetricRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -70,7 +144,7 @@ impl MetricRecord {
 
     /// The record as a JSON tree.
     pub fn to_value(&self) -> Value {
-        // The text was checked to be JSON when it was read.
+        // The text was read as a tree reads it when it was kept (see `deserialize`).
         serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
     }
 
@@ -271,6 +345,30 @@ mod tests {
         for v in [json!([1, {"step": 1}]), json!(3), json!("s"), json!(null)] {
             assert_eq!(record(v.clone()).fields(), None, "{v}");
         }
+    }
+
+    #[test]
+    fn a_record_a_tree_could_not_hold_is_refused_as_the_whole_answer_was() {
+        let deep = |n: usize| format!("{{\"metrics\": [{}1{}]}}", "[".repeat(n), "]".repeat(n));
+        for body in [
+            r#"{"metrics": [{"step": 5, "loss": 1e400}]}"#.to_string(),
+            r#"{"metrics": [{"step": 5, "note": "\ud800"}]}"#.to_string(),
+            r#"{"metrics": [{"step": 5, "x": [{"y": -1e999}]}]}"#.to_string(),
+            deep(MAX_DEPTH + 1),
+        ] {
+            assert!(
+                serde_json::from_str::<Value>(&body).is_err(),
+                "the reference refuses {body}"
+            );
+            assert!(
+                serde_json::from_str::<MetricsResponse>(&body).is_err(),
+                "{body}"
+            );
+        }
+        let body = deep(MAX_DEPTH);
+        assert!(serde_json::from_str::<Value>(&body).is_ok());
+        let m: MetricsResponse = serde_json::from_str(&body).unwrap();
+        assert_eq!(m.metrics[0].text().len(), 2 * MAX_DEPTH + 1);
     }
 
     #[test]

@@ -196,23 +196,22 @@ fn summarise<'a>(
     series
         .into_iter()
         .filter(|(_, s)| !s.points.is_empty())
-        .map(|(name, s)| (name, s.points))
-        .collect::<BTreeMap<_, _>>()
-        .into_iter()
-        .map(|(name, pts)| {
-            let ys = pts.iter().map(|p| p.1);
-            let (trend, change_pct) = trend(&pts[pts.len().saturating_sub(TREND_POINTS)..]);
-            let summary = MetricSummary {
-                first: sig6(pts[0].1),
-                last: sig6(pts[pts.len() - 1].1),
-                min: sig6(ys.clone().fold(f64::INFINITY, f64::min)),
-                max: sig6(ys.fold(f64::NEG_INFINITY, f64::max)),
-                trend,
-                change_pct,
-            };
-            (name.to_string(), summary)
-        })
+        .map(|(name, s)| (name.to_string(), summary_of_points(&s.points)))
         .collect()
+}
+
+/// One metric's summary from its points (step, value), oldest first; at least one.
+fn summary_of_points(pts: &[(f64, f64)]) -> MetricSummary {
+    let ys = pts.iter().map(|p| p.1);
+    let (trend, change_pct) = trend(&pts[pts.len().saturating_sub(TREND_POINTS)..]);
+    MetricSummary {
+        first: sig6(pts[0].1),
+        last: sig6(pts[pts.len() - 1].1),
+        min: sig6(ys.clone().fold(f64::INFINITY, f64::min)),
+        max: sig6(ys.fold(f64::NEG_INFINITY, f64::max)),
+        trend,
+        change_pct,
+    }
 }
 
 /// Fills `budget` bytes: the summary first (metrics in name order, the rest dropped and
@@ -537,22 +536,10 @@ mod tests {
                 }
             }
         }
-        // The same per-series arithmetic as `summarise` (first, last, min, max, trend).
+        // The same per-series arithmetic as `summarise`: the test is of the reading.
         series
             .into_iter()
-            .map(|(name, pts)| {
-                let ys = pts.iter().map(|p| p.1);
-                let (trend, change_pct) = trend(&pts[pts.len().saturating_sub(TREND_POINTS)..]);
-                let s = MetricSummary {
-                    first: sig6(pts[0].1),
-                    last: sig6(pts[pts.len() - 1].1),
-                    min: sig6(ys.clone().fold(f64::INFINITY, f64::min)),
-                    max: sig6(ys.fold(f64::NEG_INFINITY, f64::max)),
-                    trend,
-                    change_pct,
-                };
-                (name.to_string(), s)
-            })
+            .map(|(name, pts)| (name.to_string(), summary_of_points(&pts)))
             .collect()
     }
 
