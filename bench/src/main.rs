@@ -74,7 +74,8 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     only: Option<Vec<String>>,
     /// Instead of the report: call one operation (its name in the report, e.g. "get run") on
-    /// an in-process server ("stdio:get run": on `--server` over stdio) in a loop for
+    /// an in-process server ("stdio:get run": on `--server` over stdio; "raw:get run": in
+    /// process, through the hand-written JSON-RPC client instead of rmcp's) in a loop for
     /// `--spin-secs` seconds, then the same platform requests directly, and print the mean of
     /// each and the CPU time of this process per call. For a profiler (`perf record`).
     #[arg(long)]
@@ -178,6 +179,21 @@ fn ops() -> Vec<Op> {
             cli: s(&["train", "models", "-o", "json"]),
         },
     ]
+}
+
+/// What `--spin` calls the tool through.
+enum Caller<'a> {
+    Rmcp(&'a mcp::Client),
+    Raw(&'a mcp::RawClient),
+}
+
+impl Caller<'_> {
+    async fn call(&self, tool: &str, args: &Value) -> anyhow::Result<()> {
+        match self {
+            Caller::Rmcp(c) => mcp::call(c, tool, args).await.map(|_| ()),
+            Caller::Raw(c) => c.call(tool, args).await,
+        }
+    }
 }
 
 /// Everything the measurements share.
@@ -588,6 +604,14 @@ impl Bench {
             Some(n) => (n, true),
             None => (name, false),
         };
+        let (name, raw) = match name.strip_prefix("raw:") {
+            Some(n) => (n, true),
+            None => (name, false),
+        };
+        anyhow::ensure!(
+            !(stdio && raw),
+            "raw: is for the in-process server; stdio: uses rmcp"
+        );
         let op = ops()
             .into_iter()
             .find(|o| o.name == name)
@@ -599,16 +623,19 @@ impl Bench {
             false => None,
         };
         let in_process;
-        let client = match &child {
-            Some(c) => &c.client,
-            None => {
+        let raw_client;
+        let client = match (&child, raw) {
+            (Some(c), _) => Caller::Rmcp(&c.client),
+            (None, false) => {
                 in_process = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
-                &in_process
+                Caller::Rmcp(&in_process)
+            }
+            (None, true) => {
+                raw_client = mcp::RawClient::in_process(&self.base, &self.key, &ws, &home).await?;
+                Caller::Raw(&raw_client)
             }
         };
-        let reqs = self
-            .requests_of(|| async { mcp::call(client, op.tool, &op.args).await.map(|_| ()) })
-            .await?;
+        let reqs = self.requests_of(|| client.call(op.tool, &op.args)).await?;
         let secs = Duration::from_secs(self.args.spin_secs);
         let me = std::process::id();
         let server_pid = child.as_ref().map(|c| c.pid);
@@ -616,7 +643,7 @@ impl Bench {
         let server_cpu0 = server_pid.and_then(procfs::cpu_secs).unwrap_or(0.0);
         let (mut n, t0) = (0u64, Instant::now());
         while n == 0 || t0.elapsed() < secs {
-            mcp::call(client, op.tool, &op.args).await?;
+            client.call(op.tool, &op.args).await?;
             n += 1;
         }
         let tool_us = t0.elapsed().as_secs_f64() * 1e6 / n as f64;
@@ -639,7 +666,11 @@ impl Bench {
         let floor_cpu = (procfs::cpu_secs(me).unwrap_or(0.0) - cpu1) * 1e6 / floor_calls;
         println!(
             "{name}: tool {} {tool_us:.1} µs/call (CPU here {tool_cpu:.1} µs{server_cpu}) over {n} calls; floor {floor_us:.1} µs (CPU {floor_cpu:.1} µs, {} request(s)); overhead {:.1} µs (CPU {:.1} µs)",
-            if stdio { "over stdio" } else { "in process" },
+            match (stdio, raw) {
+                (true, _) => "over stdio",
+                (false, false) => "in process",
+                (false, true) => "in process, raw client",
+            },
             reqs.len(),
             tool_us - floor_us,
             tool_cpu - floor_cpu
@@ -654,6 +685,9 @@ impl Bench {
         let home = self.dir("home-inproc")?;
         let ws = self.dir("ws-inproc")?;
         let client = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
+        let raw_home = self.dir("home-raw")?;
+        let raw_ws = self.dir("ws-raw")?;
+        let raw = mcp::RawClient::in_process(&self.base, &self.key, &raw_ws, &raw_home).await?;
         let mut rows = Vec::new();
         let mut js = Vec::new();
         for (op, f) in ops().into_iter().zip(per_op) {
@@ -662,6 +696,11 @@ impl Bench {
             })
             .await?;
             let inproc = Summary::of(&d);
+            let d = sample(self.budgets.tool, || async {
+                raw.call(op.tool, &op.args).await
+            })
+            .await?;
+            let alone = Summary::of(&d);
             // Re-measure the floor right after, so both see the same machine load.
             let floor = self
                 .floor(
@@ -675,18 +714,22 @@ impl Bench {
                 )
                 .await?;
             rows.push(format!(
-                "| {} | {} | {} | {} | **{}** | {} | {} |",
+                "| {} | {} | {} | {} | **{}** | {} | **{}** | {} | {} |",
                 f.name,
                 f.requests.len(),
                 fmt_us(floor.p50_us),
                 fmt_us(inproc.p50_us),
                 fmt_us(inproc.p50_us - floor.p50_us),
+                fmt_us(alone.p50_us),
+                fmt_us(alone.p50_us - floor.p50_us),
                 fmt_us(f.tool.p50_us),
                 fmt_us(f.tool.p50_us - f.floor.p50_us),
             ));
             js.push(json!({
                 "op": f.name, "floor": floor.json(), "tool_in_process": inproc.json(),
                 "overhead_in_process_p50_us": inproc.p50_us - floor.p50_us,
+                "tool_in_process_raw_client": alone.json(),
+                "overhead_server_alone_p50_us": alone.p50_us - floor.p50_us,
                 "tool_stdio_p50_us": f.tool.p50_us, "overhead_stdio_p50_us": f.tool.p50_us - f.floor.p50_us,
             }));
         }
@@ -695,10 +738,12 @@ impl Bench {
             "\n## Tool-call overhead above the platform round trip\n\n\
              Floor: the exact request(s) the tool made (read from the sandbox's request log), made directly with reqwest. \
              In process: the same server state and catalogue `serve` builds, connected to the rmcp client by an in-memory \
-             pipe (the server's own work plus JSON-RPC framing on both ends). Stdio: the release binary as a child process \
-             (adds two pipe hops and a process switch each way). Medians.\n\n\
-             | operation | platform requests | HTTP floor | tool, in process | **overhead, in process** | tool, stdio | overhead, stdio |\n\
-             |---|---|---|---|---|---|---|\n{}\n",
+             pipe (the server's own work plus JSON-RPC framing on both ends). Raw client: the same, but a second server \
+             spoken to by hand over the pipe (one JSON line out, one line back parsed into a `Value` and checked), so the \
+             overhead left is the server's alone: its framing, the tool, the answer, without rmcp's client-side parsing. \
+             Stdio: the release binary as a child process (adds two pipe hops and a process switch each way). Medians.\n\n\
+             | operation | platform requests | HTTP floor | tool, in process | **overhead, in process** | tool, raw client | **overhead, server alone** | tool, stdio | overhead, stdio |\n\
+             |---|---|---|---|---|---|---|---|---|\n{}\n",
             rows.join("\n")
         ));
         self.results.insert("overhead".into(), Value::Array(js));
@@ -910,89 +955,111 @@ impl Bench {
             .trim()
             .to_string();
 
-        let probe = mcp::connect_http(&url, &token).await?;
+        let probe = mcp::connect_http(&url, &token, mcp::Era::Sessions).await?;
         probe.list_tools(None).await?;
         let idle = procfs::rss_kib(pid).context("rss")?;
         probe.cancel().await?;
 
         let args = json!({"run_id": MAIN_RUN});
-        let mut rows = Vec::new();
-        let mut js = Vec::new();
-        for clients in [1usize, 8, 64] {
-            let mut conns = Vec::new();
-            for _ in 0..clients {
-                conns.push(Arc::new(mcp::connect_http(&url, &token).await?));
-            }
-            for c in &conns {
-                mcp::call(c, "get_run", &args).await?;
-            }
-            let cpu0 = procfs::cpu_secs(pid).unwrap_or(0.0);
-            let stop = Arc::new(AtomicBool::new(false));
-            let budget_calls = Arc::new(AtomicU64::new(100_000));
-            let t0 = Instant::now();
-            let mut tasks = Vec::new();
-            for c in &conns {
-                let (c, stop, left, args) =
-                    (c.clone(), stop.clone(), budget_calls.clone(), args.clone());
-                tasks.push(tokio::spawn(async move {
-                    let mut lat = Vec::new();
-                    let mut errors = 0u64;
-                    while !stop.load(Ordering::Relaxed) && left.fetch_sub(1, Ordering::Relaxed) > 0
-                    {
-                        let s = Instant::now();
-                        match mcp::call(&c, "get_run", &args).await {
-                            Ok(_) => lat.push(s.elapsed()),
-                            Err(_) => errors += 1,
+        let mut eras = Vec::new();
+        for era in [mcp::Era::Sessions, mcp::Era::Stateless] {
+            let mut rows = Vec::new();
+            let mut js = Vec::new();
+            for clients in [1usize, 8, 64] {
+                let mut conns = Vec::new();
+                for _ in 0..clients {
+                    conns.push(Arc::new(mcp::connect_http(&url, &token, era).await?));
+                }
+                for c in &conns {
+                    mcp::call(c, "get_run", &args).await?;
+                }
+                let cpu0 = procfs::cpu_secs(pid).unwrap_or(0.0);
+                let stop = Arc::new(AtomicBool::new(false));
+                let budget_calls = Arc::new(AtomicU64::new(100_000));
+                let t0 = Instant::now();
+                let mut tasks = Vec::new();
+                for c in &conns {
+                    let (c, stop, left, args) =
+                        (c.clone(), stop.clone(), budget_calls.clone(), args.clone());
+                    tasks.push(tokio::spawn(async move {
+                        let mut lat = Vec::new();
+                        let mut errors = 0u64;
+                        while !stop.load(Ordering::Relaxed)
+                            && left.fetch_sub(1, Ordering::Relaxed) > 0
+                        {
+                            let s = Instant::now();
+                            match mcp::call(&c, "get_run", &args).await {
+                                Ok(_) => lat.push(s.elapsed()),
+                                Err(_) => errors += 1,
+                            }
                         }
-                    }
-                    (lat, errors)
-                }));
-            }
-            tokio::time::sleep(Duration::from_secs(self.budgets.load_secs)).await;
-            stop.store(true, Ordering::Relaxed);
-            let mut lat = Vec::new();
-            let mut errors = 0;
-            for t in tasks {
-                let (l, e) = t.await?;
-                lat.extend(l);
-                errors += e;
-            }
-            let wall = t0.elapsed().as_secs_f64();
-            let cpu = procfs::cpu_secs(pid).unwrap_or(0.0) - cpu0;
-            let s = Summary::of(&lat);
-            let rate = lat.len() as f64 / wall;
-            let cpu_per_call = cpu / lat.len().max(1) as f64 * 1e6;
-            rows.push(format!(
-                "| {clients} | **{rate:.0}** | {} / {} | {cpu_per_call:.0} µs | {errors} |",
-                fmt_us(s.p50_us),
-                fmt_us(s.p99_us)
-            ));
-            js.push(json!({"clients": clients, "calls": lat.len(), "wall_s": wall, "calls_per_s": rate,
+                        (lat, errors)
+                    }));
+                }
+                tokio::time::sleep(Duration::from_secs(self.budgets.load_secs)).await;
+                stop.store(true, Ordering::Relaxed);
+                let mut lat = Vec::new();
+                let mut errors = 0;
+                for t in tasks {
+                    let (l, e) = t.await?;
+                    lat.extend(l);
+                    errors += e;
+                }
+                let wall = t0.elapsed().as_secs_f64();
+                let cpu = procfs::cpu_secs(pid).unwrap_or(0.0) - cpu0;
+                let s = Summary::of(&lat);
+                let rate = lat.len() as f64 / wall;
+                let cpu_per_call = cpu / lat.len().max(1) as f64 * 1e6;
+                rows.push(format!(
+                    "| {clients} | **{rate:.0}** | {} / {} | {cpu_per_call:.0} µs | {errors} |",
+                    fmt_us(s.p50_us),
+                    fmt_us(s.p99_us)
+                ));
+                js.push(json!({"clients": clients, "calls": lat.len(), "wall_s": wall, "calls_per_s": rate,
                 "latency": s.json(), "server_cpu_s": cpu, "server_cpu_us_per_call": cpu_per_call, "errors": errors}));
-            for c in conns {
-                if let Ok(c) = Arc::try_unwrap(c) {
-                    let _ = c.cancel().await;
+                for c in conns {
+                    if let Ok(c) = Arc::try_unwrap(c) {
+                        let _ = c.cancel().await;
+                    }
                 }
             }
+            eras.push((era, rows, js));
         }
         let load = procfs::rss_kib(pid).context("rss")?;
+        let tables: Vec<String> = eras
+            .iter()
+            .map(|(era, rows, _)| {
+                format!(
+                    "{}:\n\n| clients | calls/s | latency p50 / p99 | server CPU per call | errors |\n|---|---|---|---|---|\n{}",
+                    era.label(),
+                    rows.join("\n")
+                )
+            })
+            .collect();
+        let level = |era| {
+            eras.iter()
+                .find(|(e, _, _)| *e == era)
+                .map(|(_, _, js)| Value::Array(js.clone()))
+                .unwrap_or(Value::Null)
+        };
         let _ = child.kill().await;
         self.report.push_str(&format!(
             "\n## Concurrent tool calls over streamable HTTP\n\n\
-             `factory-mcp serve --http 127.0.0.1:0`; N rmcp streamable-HTTP clients (one session each) call `get_run` \
-             back to back for {} s (at most 100 000 calls). Clients, sandbox and server share the machine's CPUs, so \
-             calls/s is the whole loop's; server CPU per call (from /proc) is the server's own share.\n\n\
-             | clients | calls/s | latency p50 / p99 | server CPU per call | errors |\n|---|---|---|---|---|\n{}\n\n\
-             Server RSS (HTTP): idle after the first `tools/list` **{:.1} MiB**; peak (VmHWM) after the 64-client load \
+             `factory-mcp serve --http 127.0.0.1:0`; N rmcp streamable-HTTP clients call `get_run` back to back for \
+             {} s (at most 100 000 calls), in each era of the protocol: 2025-11-25 (an `initialize` handshake, a \
+             session per client that the server keeps) and 2026-07-28 (no session: every request stands alone). \
+             Clients, sandbox and server share the machine's CPUs, so calls/s is the whole loop's; server CPU per \
+             call (from /proc) is the server's own share.\n\n{}\n\n\
+             Server RSS (HTTP): idle after the first `tools/list` **{:.1} MiB**; peak (VmHWM) after the loads \
              **{:.1} MiB**.\n",
             self.budgets.load_secs,
-            rows.join("\n"),
+            tables.join("\n\n"),
             idle.0 as f64 / 1024.0,
             load.1 as f64 / 1024.0,
         ));
         self.results.insert(
             "http_throughput".into(),
-            json!({"levels": js, "rss_idle_kib": idle.0, "rss_idle_hwm_kib": idle.1, "rss_peak_after_load_kib": load.1}),
+            json!({"levels": level(mcp::Era::Sessions), "levels_stateless": level(mcp::Era::Stateless), "rss_idle_kib": idle.0, "rss_idle_hwm_kib": idle.1, "rss_peak_after_load_kib": load.1}),
         );
         Ok(())
     }

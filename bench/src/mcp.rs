@@ -1,13 +1,16 @@
 //! The one MCP client every server is measured through: rmcp's, over stdio (a child process),
-//! streamable HTTP, or an in-memory pipe to a server in this process.
+//! streamable HTTP (either era), or an in-memory pipe to a server in this process. Beside it,
+//! [`RawClient`]: JSON-RPC written and read by hand over that pipe, so the server's own work
+//! can be told from rmcp's client-side framing.
 
 use std::{path::Path, process::Stdio, sync::Arc};
 
 use anyhow::{Context, bail};
 use rmcp::{
-    ClientHandler, RoleClient, ServiceExt,
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt,
     model::{
         CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+        ProtocolVersion,
     },
     service::RunningService,
     transport::{
@@ -16,7 +19,8 @@ use rmcp::{
     },
 };
 use secrecy::SecretString;
-use serde_json::Value;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 
 #[derive(Clone, Default)]
 pub struct BenchClient;
@@ -63,18 +67,46 @@ pub async fn spawn_stdio(
     Ok(Child { client, pid })
 }
 
-/// Connect over streamable HTTP, presenting `token` as the bearer token the server requires.
-/// The client keeps its connections (as the TypeScript SDK's `fetch` and the Python SDK's
-/// `httpx` do); rmcp's default client opens a new one for every message.
-pub async fn connect_http(url: &str, token: &str) -> anyhow::Result<Client> {
+/// The two eras of MCP over streamable HTTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// 2025-11-25: an `initialize` handshake and a session the server keeps.
+    Sessions,
+    /// 2026-07-28: no handshake, no session; every request stands alone.
+    Stateless,
+}
+
+impl Era {
+    pub fn label(self) -> &'static str {
+        match self {
+            Era::Sessions => "2025-11-25, a session per client",
+            Era::Stateless => "2026-07-28, stateless",
+        }
+    }
+}
+
+/// Connect over streamable HTTP in `era`, presenting `token` as the bearer token the server
+/// requires. The client keeps its connections (as the TypeScript SDK's `fetch` and the Python
+/// SDK's `httpx` do); rmcp's default client opens a new one for every message.
+pub async fn connect_http(url: &str, token: &str, era: Era) -> anyhow::Result<Client> {
     let transport = StreamableHttpClientTransport::with_client(
         reqwest13::Client::builder().build()?,
         StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token),
     );
-    BenchClient
-        .serve(transport)
-        .await
-        .context("MCP handshake over HTTP")
+    match era {
+        Era::Sessions => BenchClient.serve(transport).await,
+        Era::Stateless => {
+            BenchClient
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+        }
+    }
+    .with_context(|| format!("MCP connection over HTTP ({})", era.label()))
 }
 
 /// A `factory-mcp` server built in this process (the same state and catalogue `serve` builds),
@@ -87,6 +119,21 @@ pub async fn in_process(
     workspace: &Path,
     state_home: &Path,
 ) -> anyhow::Result<Client> {
+    let client_io = serve_in_process(base_url, api_key, workspace, state_home)?;
+    BenchClient
+        .serve(client_io)
+        .await
+        .context("MCP handshake in process")
+}
+
+/// Start the server `serve` would build, in this process, on one end of an in-memory pipe;
+/// the other end is returned.
+fn serve_in_process(
+    base_url: &str,
+    api_key: &str,
+    workspace: &Path,
+    state_home: &Path,
+) -> anyhow::Result<DuplexStream> {
     let policy = factory_policies::Policy {
         workspace: Some(workspace.to_path_buf()),
         ..factory_policies::Policy::default()
@@ -116,10 +163,105 @@ pub async fn in_process(
             let _ = running.waiting().await;
         }
     });
-    BenchClient
-        .serve(client_io)
+    Ok(client_io)
+}
+
+/// The in-process server spoken to without a client library: each request is one JSON line
+/// written to the pipe, each answer one line read back and parsed into a `Value` (what a
+/// JavaScript client's `JSON.parse` does), its id and `isError` checked. Above the HTTP floor
+/// this leaves the server's own work: its JSON-RPC framing, the tool, the answer.
+pub struct RawClient(tokio::sync::Mutex<RawPipe>);
+
+struct RawPipe {
+    io: BufReader<DuplexStream>,
+    next_id: u64,
+    line: Vec<u8>,
+}
+
+impl RawClient {
+    /// Start the server in this process and shake hands (`initialize`, protocol 2025-11-25,
+    /// then `notifications/initialized`).
+    pub async fn in_process(
+        base_url: &str,
+        api_key: &str,
+        workspace: &Path,
+        state_home: &Path,
+    ) -> anyhow::Result<RawClient> {
+        let io = serve_in_process(base_url, api_key, workspace, state_home)?;
+        let mut pipe = RawPipe {
+            io: BufReader::new(io),
+            next_id: 0,
+            line: Vec::new(),
+        };
+        pipe.request(
+            "initialize",
+            json!({
+                "protocolVersion": ProtocolVersion::LATEST_WITH_INITIALIZE,
+                "capabilities": {},
+                "clientInfo": {"name": "factory-bench-raw", "version": "0.1.0"},
+            }),
+        )
         .await
-        .context("MCP handshake in process")
+        .context("initialize in process")?;
+        pipe.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await?;
+        Ok(RawClient(tokio::sync::Mutex::new(pipe)))
+    }
+
+    /// Call `name` with `args`; a JSON-RPC error or an `isError` result is an error.
+    pub async fn call(&self, name: &str, args: &Value) -> anyhow::Result<()> {
+        let result = self
+            .0
+            .lock()
+            .await
+            .request("tools/call", json!({"name": name, "arguments": args}))
+            .await
+            .with_context(|| format!("{name}: protocol error"))?;
+        if result.get("isError") == Some(&Value::Bool(true)) {
+            bail!(
+                "{name} failed: {}",
+                result.get("content").unwrap_or(&Value::Null)
+            );
+        }
+        Ok(())
+    }
+}
+
+impl RawPipe {
+    async fn send(&mut self, message: &Value) -> anyhow::Result<()> {
+        let mut bytes = serde_json::to_vec(message)?;
+        bytes.push(b'\n');
+        let pipe = self.io.get_mut();
+        pipe.write_all(&bytes).await?;
+        pipe.flush().await?;
+        Ok(())
+    }
+
+    /// Send a request and return its answer's `result`, passing over anything else the server
+    /// sends first (notifications).
+    async fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await?;
+        loop {
+            self.line.clear();
+            if self.io.read_until(b'\n', &mut self.line).await? == 0 {
+                bail!("the server closed the pipe");
+            }
+            let mut message: Value = serde_json::from_slice(&self.line)?;
+            if message.get("id").and_then(Value::as_u64) != Some(id) {
+                continue;
+            }
+            if let Some(error) = message.get("error") {
+                bail!("JSON-RPC error: {error}");
+            }
+            return message
+                .get_mut("result")
+                .map(Value::take)
+                .context("an answer without a result");
+        }
+    }
 }
 
 /// Call `name` with `args`; a protocol error or an `isError` result is an error.

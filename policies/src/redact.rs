@@ -33,7 +33,8 @@ use std::ops::Range;
 use serde_json::Value as Json;
 
 use crate::detect::{
-    KnownForms, is_placeholder, looks_opaque, name_says_secret, shape_ranges, strong_secret_name,
+    KnownForms, is_placeholder, looks_opaque, may_say_secret, name_says_secret, shape_ranges,
+    strong_secret_name,
 };
 use crate::secret::KnownSecrets;
 pub use crate::secret::REDACTED;
@@ -316,7 +317,9 @@ pub mod legacy {
 
 /// Whether a string under JSON key `key` is itself a secret value.
 fn secret_field_value(key: &str, value: &str) -> bool {
-    if is_placeholder(value) {
+    // Both name checks below allocate; most keys hold none of their words, which this sees
+    // without allocating (a necessary condition for either, held by a property test).
+    if !may_say_secret(key) || is_placeholder(value) {
         return false;
     }
     if strong_secret_name(key).is_some() {

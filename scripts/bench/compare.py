@@ -73,13 +73,16 @@ def main():
     ops = list(ao) or list(bo)
     if ops:
         w("## Server work per call, in process, above the HTTP floor\n")
-        w("| operation | floor before | floor after | overhead before | overhead after | speed-up | stdio overhead before | stdio overhead after |")
-        w("|---|---|---|---|---|---|---|---|")
+        w("Server alone: the same in-process server spoken to by a hand-written JSON-RPC client instead of "
+          "rmcp's (drivers from the sixth pass on; – where the before driver had no such client).\n")
+        w("| operation | floor before | floor after | overhead before | overhead after | speed-up | server alone before | server alone after | stdio overhead before | stdio overhead after |")
+        w("|---|---|---|---|---|---|---|---|---|---|")
         for op in ops:
             x, y = bo.get(op, {}), ao.get(op, {})
             ob, oa = x.get("overhead_in_process_p50_us"), y.get("overhead_in_process_p50_us")
             w(f"| {op} | {us(get(x, 'floor', 'p50_us'))} | {us(get(y, 'floor', 'p50_us'))} | {us(ob)} | "
-              f"**{us(oa)}** | {ratio(ob, oa)} | {us(x.get('overhead_stdio_p50_us'))} | {us(y.get('overhead_stdio_p50_us'))} |")
+              f"**{us(oa)}** | {ratio(ob, oa)} | {us(x.get('overhead_server_alone_p50_us'))} | "
+              f"**{us(y.get('overhead_server_alone_p50_us'))}** | {us(x.get('overhead_stdio_p50_us'))} | {us(y.get('overhead_stdio_p50_us'))} |")
         w("")
 
     bp, ap = by(b.get("per_operation"), "op"), by(a.get("per_operation"), "op")
@@ -129,7 +132,14 @@ def main():
             cps_x = z.get("calls_per_s")
             w(f"| {n} | {cps_b and round(cps_b) or '–'} | {cps_x and round(cps_x) or '–'} | **{cps_a and round(cps_a) or '–'}** | "
               f"{us(cb_)} | {us(z.get('server_cpu_us_per_call'))} | **{us(ca_)}** | {ratio(cb_, ca_)} |")
-        for k, label in (("rss_idle_kib", "RSS idle"), ("rss_peak_after_load_kib", "RSS peak after 64 clients")):
+        sx, sa = by(get(hx, "levels_stateless"), "clients"), by(get(ha, "levels_stateless"), "clients")
+        for n in list(sa):
+            z, y = sx.get(n, {}), sa.get(n, {})
+            cx, ca_ = z.get("server_cpu_us_per_call"), y.get("server_cpu_us_per_call")
+            cps_x, cps_a = z.get("calls_per_s"), y.get("calls_per_s")
+            w(f"| {n}, 2026-07-28 (stateless) | – | {cps_x and round(cps_x) or '–'} | **{cps_a and round(cps_a) or '–'}** | "
+              f"– | {us(cx)} | **{us(ca_)}** | {ratio(cx, ca_)} (before\\* ÷ after) |")
+        for k, label in (("rss_idle_kib", "RSS idle"), ("rss_peak_after_load_kib", "RSS peak after the loads")):
             vb, va = get(hb, k), get(ha, k)
             w(f"| {label} | {vb and f'{vb / 1024:.1f} MiB' or '–'} | | {va and f'{va / 1024:.1f} MiB' or '–'} | | | | |")
         w("")

@@ -356,7 +356,7 @@ fn may_say_secret_quick(name: &str) -> bool {
 /// and in upper case, the name holds `TOKEN`, `SECRET`, `PASS`, `CREDENTIAL` or `KEY` (every
 /// word `name_says_secret` looks for holds one; its `TOKENIZ` removal only applies to names
 /// holding `TOKEN`).
-pub(super) fn may_say_secret(name: &str) -> bool {
+pub(crate) fn may_say_secret(name: &str) -> bool {
     const WORDS: [&[u8]; 5] = [b"TOKEN", b"SECRET", b"PASS", b"CREDENTIAL", b"KEY"];
     let mut window = [0u8; 10];
     let mut len = 0;
