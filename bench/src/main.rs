@@ -701,7 +701,8 @@ impl Bench {
             })
             .await?;
             let alone = Summary::of(&d);
-            // Re-measure the floor right after, so both see the same machine load.
+            // Re-measure the floor right after, so all three see about the same machine load
+            // (always in this order: rmcp's client, the raw one, the floor).
             let floor = self
                 .floor(
                     &f.requests
@@ -739,8 +740,9 @@ impl Bench {
              Floor: the exact request(s) the tool made (read from the sandbox's request log), made directly with reqwest. \
              In process: the same server state and catalogue `serve` builds, connected to the rmcp client by an in-memory \
              pipe (the server's own work plus JSON-RPC framing on both ends). Raw client: the same, but a second server \
-             spoken to by hand over the pipe (one JSON line out, one line back parsed into a `Value` and checked), so the \
-             overhead left is the server's alone: its framing, the tool, the answer, without rmcp's client-side parsing. \
+             spoken to by hand over the pipe (one JSON line out; one line back, read once without building a tree for its \
+             id, `error` and `isError`), so the overhead left is the server's (its framing, the tool, the answer) plus \
+             that one read, without rmcp's client-side parsing. \
              Stdio: the release binary as a child process (adds two pipe hops and a process switch each way). Medians.\n\n\
              | operation | platform requests | HTTP floor | tool, in process | **overhead, in process** | tool, raw client | **overhead, server alone** | tool, stdio | overhead, stdio |\n\
              |---|---|---|---|---|---|---|---|---|\n{}\n",

@@ -167,9 +167,10 @@ fn serve_in_process(
 }
 
 /// The in-process server spoken to without a client library: each request is one JSON line
-/// written to the pipe, each answer one line read back and parsed into a `Value` (what a
-/// JavaScript client's `JSON.parse` does), its id and `isError` checked. Above the HTTP floor
-/// this leaves the server's own work: its JSON-RPC framing, the tool, the answer.
+/// written to the pipe; each answer is one line read back and read once, without building a
+/// tree, for its id, `error` and `isError` (the least any client must do: find the answer and
+/// whether it failed). Above the HTTP floor this leaves the server's own work (its JSON-RPC
+/// framing, the tool, the answer) plus that one read of the answer's bytes.
 pub struct RawClient(tokio::sync::Mutex<RawPipe>);
 
 struct RawPipe {
@@ -177,6 +178,30 @@ struct RawPipe {
     next_id: u64,
     line: Vec<u8>,
 }
+
+/// One message from the server, read for what the client acts on; everything else in it is
+/// skipped over (checked as JSON, not kept).
+#[derive(serde::Deserialize)]
+struct Incoming {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    result: Option<ResultHead>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(serde::Deserialize)]
+struct ResultHead {
+    #[serde(rename = "isError", default)]
+    is_error: Option<bool>,
+}
+
+/// How long one answer may take before the measurement is abandoned (a hung server must not
+/// hang the bench).
+const RAW_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl RawClient {
     /// Start the server in this process and shake hands (`initialize`, protocol 2025-11-25,
@@ -210,18 +235,15 @@ impl RawClient {
 
     /// Call `name` with `args`; a JSON-RPC error or an `isError` result is an error.
     pub async fn call(&self, name: &str, args: &Value) -> anyhow::Result<()> {
-        let result = self
-            .0
-            .lock()
-            .await
+        let mut pipe = self.0.lock().await;
+        let failed = pipe
             .request("tools/call", json!({"name": name, "arguments": args}))
             .await
             .with_context(|| format!("{name}: protocol error"))?;
-        if result.get("isError") == Some(&Value::Bool(true)) {
-            bail!(
-                "{name} failed: {}",
-                result.get("content").unwrap_or(&Value::Null)
-            );
+        if failed {
+            // Only now is the answer read whole, for the message to show.
+            let answer: Value = serde_json::from_slice(&pipe.line)?;
+            bail!("{name} failed: {}", answer["result"]["content"]);
         }
         Ok(())
     }
@@ -237,29 +259,48 @@ impl RawPipe {
         Ok(())
     }
 
-    /// Send a request and return its answer's `result`, passing over anything else the server
-    /// sends first (notifications).
-    async fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+    /// Send a request and wait for its answer, whose line stays in `self.line`: whether the
+    /// result says `isError`. Notifications the server sends first are passed over; a request
+    /// from the server is refused (the bench's operations never need one).
+    async fn request(&mut self, method: &str, params: Value) -> anyhow::Result<bool> {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await?;
         loop {
             self.line.clear();
-            if self.io.read_until(b'\n', &mut self.line).await? == 0 {
+            let read = tokio::time::timeout(
+                RAW_ANSWER_TIMEOUT,
+                self.io.read_until(b'\n', &mut self.line),
+            )
+            .await
+            .with_context(|| format!("no answer to {method} in {RAW_ANSWER_TIMEOUT:?}"))??;
+            if read == 0 {
                 bail!("the server closed the pipe");
             }
-            let mut message: Value = serde_json::from_slice(&self.line)?;
-            if message.get("id").and_then(Value::as_u64) != Some(id) {
-                continue;
+            let message: Incoming = serde_json::from_slice(&self.line)?;
+            match (message.method, message.id) {
+                (Some(asked), Some(their_id)) => {
+                    self.send(&json!({"jsonrpc": "2.0", "id": their_id, "error": {
+                        "code": -32601, "message": format!("the bench's client does not answer {asked}")}}))
+                        .await?;
+                }
+                (Some(_), None) => {} // a notification
+                (None, Some(Value::Number(n))) if n.as_u64() == Some(id) => {
+                    if let Some(error) = message.error {
+                        bail!("JSON-RPC error: {error}");
+                    }
+                    let result = message.result.context("an answer without a result")?;
+                    return Ok(result.is_error == Some(true));
+                }
+                (None, Some(Value::Null) | None) if message.error.is_some() => {
+                    bail!(
+                        "JSON-RPC error for no request: {}",
+                        message.error.unwrap_or_default()
+                    );
+                }
+                (None, other) => bail!("an answer to a request not sent (id {other:?})"),
             }
-            if let Some(error) = message.get("error") {
-                bail!("JSON-RPC error: {error}");
-            }
-            return message
-                .get_mut("result")
-                .map(Value::take)
-                .context("an answer without a result");
         }
     }
 }

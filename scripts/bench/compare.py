@@ -132,14 +132,17 @@ def main():
             cps_x = z.get("calls_per_s")
             w(f"| {n} | {cps_b and round(cps_b) or '–'} | {cps_x and round(cps_x) or '–'} | **{cps_a and round(cps_a) or '–'}** | "
               f"{us(cb_)} | {us(z.get('server_cpu_us_per_call'))} | **{us(ca_)}** | {ratio(cb_, ca_)} |")
-        sx, sa = by(get(hx, "levels_stateless"), "clients"), by(get(ha, "levels_stateless"), "clients")
+        # The stateless era's before: the before run's own if its driver had it, else the new
+        # driver's run on the old binary.
+        sx = by(get(hb, "levels_stateless") or get(hx, "levels_stateless"), "clients")
+        sa = by(get(ha, "levels_stateless"), "clients")
         for n in list(sa):
             z, y = sx.get(n, {}), sa.get(n, {})
             cx, ca_ = z.get("server_cpu_us_per_call"), y.get("server_cpu_us_per_call")
             cps_x, cps_a = z.get("calls_per_s"), y.get("calls_per_s")
             w(f"| {n}, 2026-07-28 (stateless) | – | {cps_x and round(cps_x) or '–'} | **{cps_a and round(cps_a) or '–'}** | "
               f"– | {us(cx)} | **{us(ca_)}** | {ratio(cx, ca_)} (before\\* ÷ after) |")
-        for k, label in (("rss_idle_kib", "RSS idle"), ("rss_peak_after_load_kib", "RSS peak after the loads")):
+        for k, label in (("rss_idle_kib", "RSS idle"), ("rss_peak_after_load_kib", "RSS peak after the loads (an old driver: after 64 clients)")):
             vb, va = get(hb, k), get(ha, k)
             w(f"| {label} | {vb and f'{vb / 1024:.1f} MiB' or '–'} | | {va and f'{va / 1024:.1f} MiB' or '–'} | | | | |")
         w("")

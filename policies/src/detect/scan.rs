@@ -352,10 +352,11 @@ fn may_say_secret_quick(name: &str) -> bool {
     false
 }
 
-/// A necessary condition for [`name_says_secret`], without allocating: with `_`/`-` dropped
-/// and in upper case, the name holds `TOKEN`, `SECRET`, `PASS`, `CREDENTIAL` or `KEY` (every
-/// word `name_says_secret` looks for holds one; its `TOKENIZ` removal only applies to names
-/// holding `TOKEN`).
+/// A necessary condition for [`name_says_secret`] and for `strong_secret_name`, without
+/// allocating: with `_`/`-` dropped and in upper case, the name holds `TOKEN`, `SECRET`,
+/// `PASS`, `CREDENTIAL` or `KEY` (every word either looks for holds one; the `TOKENIZ` removal
+/// only applies to names holding `TOKEN`). The redactor's walk over an answer relies on this to
+/// skip both checks.
 pub(crate) fn may_say_secret(name: &str) -> bool {
     const WORDS: [&[u8]; 5] = [b"TOKEN", b"SECRET", b"PASS", b"CREDENTIAL", b"KEY"];
     let mut window = [0u8; 10];
