@@ -968,62 +968,11 @@ impl Bench {
             let mut rows = Vec::new();
             let mut js = Vec::new();
             for clients in [1usize, 8, 64] {
-                let mut conns = Vec::new();
-                for _ in 0..clients {
-                    conns.push(Arc::new(mcp::connect_http(&url, &token, era).await?));
-                }
-                for c in &conns {
-                    mcp::call(c, "get_run", &args).await?;
-                }
-                let cpu0 = procfs::cpu_secs(pid).unwrap_or(0.0);
-                let stop = Arc::new(AtomicBool::new(false));
-                let budget_calls = Arc::new(AtomicU64::new(100_000));
-                let t0 = Instant::now();
-                let mut tasks = Vec::new();
-                for c in &conns {
-                    let (c, stop, left, args) =
-                        (c.clone(), stop.clone(), budget_calls.clone(), args.clone());
-                    tasks.push(tokio::spawn(async move {
-                        let mut lat = Vec::new();
-                        let mut errors = 0u64;
-                        while !stop.load(Ordering::Relaxed)
-                            && left.fetch_sub(1, Ordering::Relaxed) > 0
-                        {
-                            let s = Instant::now();
-                            match mcp::call(&c, "get_run", &args).await {
-                                Ok(_) => lat.push(s.elapsed()),
-                                Err(_) => errors += 1,
-                            }
-                        }
-                        (lat, errors)
-                    }));
-                }
-                tokio::time::sleep(Duration::from_secs(self.budgets.load_secs)).await;
-                stop.store(true, Ordering::Relaxed);
-                let mut lat = Vec::new();
-                let mut errors = 0;
-                for t in tasks {
-                    let (l, e) = t.await?;
-                    lat.extend(l);
-                    errors += e;
-                }
-                let wall = t0.elapsed().as_secs_f64();
-                let cpu = procfs::cpu_secs(pid).unwrap_or(0.0) - cpu0;
-                let s = Summary::of(&lat);
-                let rate = lat.len() as f64 / wall;
-                let cpu_per_call = cpu / lat.len().max(1) as f64 * 1e6;
-                rows.push(format!(
-                    "| {clients} | **{rate:.0}** | {} / {} | {cpu_per_call:.0} µs | {errors} |",
-                    fmt_us(s.p50_us),
-                    fmt_us(s.p99_us)
-                ));
-                js.push(json!({"clients": clients, "calls": lat.len(), "wall_s": wall, "calls_per_s": rate,
-                "latency": s.json(), "server_cpu_s": cpu, "server_cpu_us_per_call": cpu_per_call, "errors": errors}));
-                for c in conns {
-                    if let Ok(c) = Arc::try_unwrap(c) {
-                        let _ = c.cancel().await;
-                    }
-                }
+                let (row, figures) = self
+                    .http_level(&url, &token, era, clients, &args, pid)
+                    .await?;
+                rows.push(row);
+                js.push(figures);
             }
             eras.push((era, rows, js));
         }
@@ -1064,6 +1013,74 @@ impl Bench {
             json!({"levels": level(mcp::Era::Sessions), "levels_stateless": level(mcp::Era::Stateless), "rss_idle_kib": idle.0, "rss_idle_hwm_kib": idle.1, "rss_peak_after_load_kib": load.1}),
         );
         Ok(())
+    }
+
+    /// One load of the HTTP figure: `clients` connections in `era` calling `get_run` back to
+    /// back; its report row and its figures.
+    async fn http_level(
+        &self,
+        url: &str,
+        token: &str,
+        era: mcp::Era,
+        clients: usize,
+        args: &Value,
+        pid: u32,
+    ) -> anyhow::Result<(String, Value)> {
+        let mut conns = Vec::new();
+        for _ in 0..clients {
+            conns.push(Arc::new(mcp::connect_http(url, token, era).await?));
+        }
+        for c in &conns {
+            mcp::call(c, "get_run", args).await?;
+        }
+        let cpu0 = procfs::cpu_secs(pid).unwrap_or(0.0);
+        let stop = Arc::new(AtomicBool::new(false));
+        let budget_calls = Arc::new(AtomicU64::new(100_000));
+        let t0 = Instant::now();
+        let mut tasks = Vec::new();
+        for c in &conns {
+            let (c, stop, left, args) =
+                (c.clone(), stop.clone(), budget_calls.clone(), args.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut lat = Vec::new();
+                let mut errors = 0u64;
+                while !stop.load(Ordering::Relaxed) && left.fetch_sub(1, Ordering::Relaxed) > 0 {
+                    let s = Instant::now();
+                    match mcp::call(&c, "get_run", &args).await {
+                        Ok(_) => lat.push(s.elapsed()),
+                        Err(_) => errors += 1,
+                    }
+                }
+                (lat, errors)
+            }));
+        }
+        tokio::time::sleep(Duration::from_secs(self.budgets.load_secs)).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut lat = Vec::new();
+        let mut errors = 0;
+        for t in tasks {
+            let (l, e) = t.await?;
+            lat.extend(l);
+            errors += e;
+        }
+        let wall = t0.elapsed().as_secs_f64();
+        let cpu = procfs::cpu_secs(pid).unwrap_or(0.0) - cpu0;
+        let s = Summary::of(&lat);
+        let rate = lat.len() as f64 / wall;
+        let cpu_per_call = cpu / lat.len().max(1) as f64 * 1e6;
+        let row = format!(
+            "| {clients} | **{rate:.0}** | {} / {} | {cpu_per_call:.0} µs | {errors} |",
+            fmt_us(s.p50_us),
+            fmt_us(s.p99_us)
+        );
+        let figures = json!({"clients": clients, "calls": lat.len(), "wall_s": wall, "calls_per_s": rate,
+        "latency": s.json(), "server_cpu_s": cpu, "server_cpu_us_per_call": cpu_per_call, "errors": errors});
+        for c in conns {
+            if let Ok(c) = Arc::try_unwrap(c) {
+                let _ = c.cancel().await;
+            }
+        }
+        Ok((row, figures))
     }
 
     // ---- 5. validate_config ----------------------------------------------------------------------
