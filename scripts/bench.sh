@@ -61,6 +61,9 @@ cargo bench --quiet -p factory-config --bench validate -- --warm-up-time 1 --mea
 # The redactor, old (kept test-only while both exist) and one-pass, on 1 MiB of log text.
 cargo bench --quiet -p factory-policies --bench redact -- --warm-up-time 1 --measurement-time 3 >&2
 
+# Reading a metrics answer as get_metrics does (decode, every record checked, its fields read).
+cargo bench --quiet -p factory-platform --bench metrics -- --warm-up-time 1 --measurement-time 3 >&2
+
 if [[ -n "$before" ]]; then
   # The old tree's release server and driver, built in their own target directory (kept
   # between runs so a second comparison against the same revision rebuilds little).

@@ -315,23 +315,30 @@ impl Http {
             .client
             .request(call.method.clone(), url)
             .headers(headers);
-        if whole_timeout {
-            builder = builder.timeout(call.timeout);
-        }
         if let Some(body) = &call.body {
             builder = builder.body(body.clone());
         }
-        let endpoint = call.endpoint();
-        let sent = tokio::time::timeout(call.timeout, builder.send()).await;
+        // One timer per attempt: reqwest's own covers the whole exchange (its body read too);
+        // a streamed download's only the wait for the headers. A second timer for the same
+        // deadline cost a wake-up of the runtime's timer driver per call (a write to its
+        // eventfd and a thread switch).
+        let sent = if whole_timeout {
+            builder.timeout(call.timeout).send().await.map_err(Some)
+        } else {
+            match tokio::time::timeout(call.timeout, builder.send()).await {
+                Ok(sent) => sent.map_err(Some),
+                Err(_) => Err(None),
+            }
+        };
         let response = match sent {
-            Err(_) => {
+            Ok(r) => r,
+            Err(None) => {
                 return Err(PlatformError::Timeout {
-                    endpoint,
+                    endpoint: call.endpoint(),
                     after: call.timeout,
                 });
             }
-            Ok(Err(e)) => return Err(self.map_reqwest(e, &endpoint, call.timeout)),
-            Ok(Ok(r)) => r,
+            Err(Some(e)) => return Err(self.map_reqwest(e, &call.endpoint(), call.timeout)),
         };
         let status = response.status();
         self.note_date(response.headers());
@@ -341,7 +348,7 @@ impl Http {
         }
         let headers = response.headers().clone();
         let body = read_limited(response, MAX_ERROR_BODY).await;
-        Err(self.map_status(status, &headers, &body, &endpoint))
+        Err(self.map_status(status, &headers, &body, &call.endpoint()))
     }
 
     /// Run `op` with the retry policy when `retry` is set.

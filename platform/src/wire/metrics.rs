@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -25,9 +25,34 @@ pub struct MetricsResponse {
 /// One metric record as the platform sent it (any JSON value; an object in practice). Its text
 /// is the one sent, but for an answer the client had to read as a tree first (then it is that
 /// tree's compact JSON).
-#[derive(Clone, Serialize)]
-#[serde(transparent)]
-pub struct MetricRecord(Box<RawValue>);
+#[derive(Clone)]
+pub struct MetricRecord {
+    raw: Box<RawValue>,
+    /// Its step and numbers, read in the same pass that checked the text (`None`: the record
+    /// is not an object).
+    read: Option<Read>,
+}
+
+/// What reading a record that is an object found: see [`RecordFields`].
+#[derive(Clone, Debug)]
+struct Read {
+    step: Option<i64>,
+    values: Vec<(Key, Option<f64>)>,
+}
+
+/// A field name: where it stands in the record's text, or, when it was written with escapes,
+/// the name they spell.
+#[derive(Clone, Debug)]
+enum Key {
+    At(usize, usize),
+    Decoded(Box<str>),
+}
+
+impl Serialize for MetricRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(s)
+    }
+}
 
 /// Brackets a record may nest: what reading the whole answer as a tree allows below the
 /// answer's object and its `metrics` list (serde_json reads up to 127 nested brackets).
@@ -36,14 +61,121 @@ const MAX_DEPTH: usize = 125;
 impl<'de> Deserialize<'de> for MetricRecord {
     /// The record's text, refused when reading it as a tree would fail (a number out of
     /// range, a lone surrogate escape, nesting deeper than [`MAX_DEPTH`]), as the answer read
-    /// whole was: a record kept is one [`MetricRecord::to_value`] reads.
+    /// whole was: a record kept is one [`MetricRecord::to_value`] reads. The same pass reads
+    /// its step and numbers.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(d)?;
-        let mut check = serde_json::Deserializer::from_str(raw.get());
-        Checked(1)
-            .deserialize(&mut check)
-            .map_err(|e| de::Error::custom(format!("metric record: {e}")))?;
-        Ok(MetricRecord(raw))
+        let read = read(raw.get()).map_err(|e| de::Error::custom(format!("metric record: {e}")))?;
+        Ok(MetricRecord { raw, read })
+    }
+}
+
+/// One pass over a record's text: every number and string decoded as a tree would decode it
+/// (nothing kept but the step, the numbers and where the names stand).
+fn read(text: &str) -> Result<Option<Read>, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.deserialize_any(RecordVisitor { text })
+}
+
+/// Reads a record: an object's step and numbers; any other value only checked.
+struct RecordVisitor<'t> {
+    text: &'t str,
+}
+
+impl<'de> Visitor<'de> for RecordVisitor<'_> {
+    type Value = Option<Read>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a metric record")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut step = None;
+        let mut values = Vec::with_capacity(map.size_hint().unwrap_or(8));
+        while let Some(key) = map.next_key_seed(KeySeed { text: self.text })? {
+            let number = map.next_value_seed(FieldValue)?;
+            if key.name(self.text) == "step" {
+                step = match number {
+                    Number::Int(i) => Some(i),
+                    Number::UInt(u) => i64::try_from(u).ok(),
+                    Number::Float(_) | Number::Other => None,
+                };
+            } else {
+                values.push((key, number.as_f64()));
+            }
+        }
+        Ok(Some(Read { step, values }))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Checked(1).visit_seq(seq).map(|()| None)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+impl Key {
+    fn name<'a>(&'a self, text: &'a str) -> &'a str {
+        match self {
+            Key::At(start, len) => text.get(*start..start + len).unwrap_or_default(),
+            Key::Decoded(name) => name,
+        }
+    }
+}
+
+/// A record's field name, located in the record's text when it was read from there as is.
+struct KeySeed<'t> {
+    text: &'t str,
+}
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = Key;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = Key;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Key, E> {
+        // A name read without escapes is a slice of the text: kept as where it stands.
+        let start = (s.as_ptr() as usize).wrapping_sub(self.text.as_ptr() as usize);
+        match self.text.get(start..start.wrapping_add(s.len())) {
+            Some(at) if at.as_ptr() == s.as_ptr() => Ok(Key::At(start, s.len())),
+            _ => Ok(Key::Decoded(s.into())),
+        }
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Key, E> {
+        Ok(Key::Decoded(s.into()))
+    }
+}
+
+/// A field's value: its number, or, for anything else, only checked.
+struct FieldValue;
+
+impl<'de> DeserializeSeed<'de> for FieldValue {
+    type Value = Number;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Number, D::Error> {
+        d.deserialize_any(NumberVisitor)
     }
 }
 
@@ -103,14 +235,14 @@ impl<'de> Visitor<'de> for Checked {
 
 impl fmt::Debug for MetricRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.get())
+        f.write_str(self.raw.get())
     }
 }
 
 impl PartialEq for MetricRecord {
     /// Equal as JSON values (key order and spacing aside, as `Value`s compare).
     fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get() || self.to_value() == other.to_value()
+        self.raw.get() == other.raw.get() || self.to_value() == other.to_value()
     }
 }
 
@@ -118,7 +250,10 @@ impl From<&Value> for MetricRecord {
     fn from(v: &Value) -> Self {
         // A `Value` always serialises; `null` is the unreachable fallback.
         let text = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
-        MetricRecord(RawValue::from_string(text).unwrap_or_else(|_| null_raw()))
+        let raw = RawValue::from_string(text).unwrap_or_else(|_| null_raw());
+        // A tree built deeper than a read one can be is read as no object.
+        let read = read(raw.get()).ok().flatten();
+        MetricRecord { raw, read }
     }
 }
 
@@ -139,100 +274,31 @@ pub struct RecordFields<'a> {
 impl MetricRecord {
     /// The record's JSON text as sent.
     pub fn text(&self) -> &str {
-        self.0.get()
+        self.raw.get()
     }
 
     /// The record as a JSON tree.
     pub fn to_value(&self) -> Value {
         // The text was read as a tree reads it when it was kept (see `deserialize`).
-        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+        serde_json::from_str(self.raw.get()).unwrap_or(Value::Null)
     }
 
-    /// Its step and fields, read without building a tree (names borrowed from the text unless
-    /// escaped); `None` when the record is not an object.
+    /// Its step and fields as the pass that checked it read them, without a tree (names
+    /// borrowed from the text); `None` when the record is not an object.
     pub fn fields(&self) -> Option<RecordFields<'_>> {
-        let mut de = serde_json::Deserializer::from_str(self.0.get());
-        de.deserialize_any(FieldsVisitor).ok().flatten()
+        let read = self.read.as_ref()?;
+        Some(RecordFields {
+            step: read.step,
+            values: read
+                .values
+                .iter()
+                .map(|(key, value)| (Cow::Borrowed(key.name(self.raw.get())), *value))
+                .collect(),
+        })
     }
 }
 
-struct FieldsVisitor;
-
-impl<'de> Visitor<'de> for FieldsVisitor {
-    type Value = Option<RecordFields<'de>>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a metric record")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out = RecordFields::default();
-        while let Some(Name(name)) = map.next_key()? {
-            let number = map.next_value::<Number>()?;
-            if name == "step" {
-                out.step = match number {
-                    Number::Int(i) => Some(i),
-                    Number::UInt(u) => i64::try_from(u).ok(),
-                    Number::Float(_) | Number::Other => None,
-                };
-            } else {
-                out.values.push((name, number.as_f64()));
-            }
-        }
-        Ok(Some(out))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-}
-
-/// An object key, borrowed from the text when it has no escape.
-struct Name<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Name<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Name<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a field name")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(Name(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(Name(Cow::Owned(s.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
-                Ok(Name(Cow::Owned(s)))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-/// A field's value: a number as JSON holds it, or anything else (skipped, not built).
+/// A field's value: a number as JSON holds it, or anything else (checked, not built).
 enum Number {
     Int(i64),
     UInt(u64),
@@ -249,12 +315,6 @@ impl Number {
             Number::Float(f) => Some(f),
             Number::Other => None,
         }
-    }
-}
-
-impl<'de> Deserialize<'de> for Number {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NumberVisitor)
     }
 }
 
@@ -285,13 +345,12 @@ impl<'de> Visitor<'de> for NumberVisitor {
     fn visit_unit<E: de::Error>(self) -> Result<Number, E> {
         Ok(Number::Other)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Number, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Number::Other)
+    // A field's value stands one bracket inside its record: checked as `Checked(2)`.
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Number, A::Error> {
+        Checked(2).visit_seq(seq).map(|()| Number::Other)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Number, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Number::Other)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Number, A::Error> {
+        Checked(2).visit_map(map).map(|()| Number::Other)
     }
 }
 
@@ -369,6 +428,106 @@ mod tests {
         assert!(serde_json::from_str::<Value>(&body).is_ok());
         let m: MetricsResponse = serde_json::from_str(&body).unwrap();
         assert_eq!(m.metrics[0].text().len(), 2 * MAX_DEPTH + 1);
+    }
+
+    /// JSON text from a small grammar that reaches what a tree read refuses: numbers out of
+    /// range, lone surrogate escapes, names with escapes, names sent twice, nesting.
+    fn json_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let name = prop_oneof![
+            Just("step".to_string()),
+            Just("loss".to_string()),
+            Just("st\\u0065p".to_string()),
+            Just("l\\\"o".to_string()),
+            Just("\\ud83d\\ude00".to_string()),
+            Just("\\ud800".to_string()),
+            "[a-z/_]{0,6}",
+        ];
+        let leaf = prop_oneof![
+            (-5i64..5).prop_map(|n| n.to_string()),
+            Just("18446744073709551615".to_string()),
+            Just("-9223372036854775809".to_string()),
+            Just("1e400".to_string()),
+            Just("-1e999".to_string()),
+            Just("2.5".to_string()),
+            Just("1e-400".to_string()),
+            Just("true".to_string()),
+            Just("null".to_string()),
+            name.clone().prop_map(|n| format!("\"{n}\"")),
+        ];
+        leaf.prop_recursive(4, 24, 5, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5)
+                    .prop_map(|items| format!("[{}]", items.join(", "))),
+                proptest::collection::vec((name.clone(), inner), 0..6).prop_map(|fields| {
+                    let body: Vec<String> = fields
+                        .iter()
+                        .map(|(k, v)| format!("\"{k}\": {v}"))
+                        .collect();
+                    format!("{{{}}}", body.join(", "))
+                }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1024))]
+        /// The one pass that checks a record and reads its fields agrees with serde_json's
+        /// tree: a record is kept exactly when the tree reads it, and then its step and fields
+        /// are the tree's.
+        #[test]
+        fn one_pass_agrees_with_the_tree(text in json_text()) {
+            let tree = serde_json::from_str::<Value>(&text);
+            let kept = serde_json::from_str::<MetricRecord>(&text);
+            proptest::prop_assert_eq!(kept.is_ok(), tree.is_ok(), "{}", text);
+            if let (Ok(r), Ok(v)) = (kept, tree) {
+                let got = r.fields().map(|f| {
+                    (f.step, f.values.into_iter().map(|(k, n)| (k.into_owned(), n)).collect::<Vec<_>>())
+                });
+                proptest::prop_assert_eq!(got, by_tree_listing_twice(&text, &v), "{}", text);
+                proptest::prop_assert_eq!(r.to_value(), v);
+            }
+        }
+    }
+
+    /// [`by_tree`], but with every occurrence of a name listed, as the text has them: the tree
+    /// keeps the last only, so a record with a name sent twice is compared on its last values.
+    fn by_tree_listing_twice(text: &str, v: &Value) -> Option<Read2> {
+        v.as_object()?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let pairs: Vec<(String, Value)> =
+            serde::Deserializer::deserialize_map(&mut de, Pairs).ok()?;
+        let step = pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "step")
+            .and_then(|(_, v)| v.as_i64());
+        Some((
+            step,
+            pairs
+                .into_iter()
+                .filter(|(k, _)| k != "step")
+                .map(|(k, v)| (k, v.as_f64()))
+                .collect(),
+        ))
+    }
+
+    type Read2 = (Option<i64>, Vec<(String, Option<f64>)>);
+
+    /// An object's entries in the order written, a name sent twice listed twice.
+    struct Pairs;
+    impl<'de> Visitor<'de> for Pairs {
+        type Value = Vec<(String, Value)>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(e) = map.next_entry::<String, Value>()? {
+                out.push(e);
+            }
+            Ok(out)
+        }
     }
 
     #[test]

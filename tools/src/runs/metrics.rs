@@ -173,15 +173,33 @@ fn summarise<'a>(
         last_from: Option<usize>,
         points: Vec<(f64, f64)>,
     }
-    let mut series: HashMap<&str, Series> = HashMap::new();
+    let mut series: Vec<(&str, Series)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    // Records mostly list the same names in the same order: the series a field's position
+    // held in the record before is tried before the name is hashed.
+    let mut by_position: Vec<usize> = Vec::new();
     for (i, fields) in records.enumerate() {
         let Some(fields) = fields else { continue };
         let x = fields.step.map_or(i as f64, |s| s as f64);
-        for (name, value) in &fields.values {
+        for (j, (name, value)) in fields.values.iter().enumerate() {
             if names.is_some_and(|n| !n.iter().any(|n| n == name)) {
                 continue;
             }
-            let s = series.entry(name.as_ref()).or_default();
+            let k = match by_position.get(j) {
+                Some(&k) if series.get(k).is_some_and(|(n, _)| *n == name.as_ref()) => k,
+                _ => {
+                    let k = *index.entry(name.as_ref()).or_insert_with(|| {
+                        series.push((name.as_ref(), Series::default()));
+                        series.len() - 1
+                    });
+                    if by_position.len() <= j {
+                        by_position.resize(j + 1, usize::MAX);
+                    }
+                    by_position[j] = k;
+                    k
+                }
+            };
+            let s = &mut series[k].1;
             // A name sent twice in one record: the last occurrence stands.
             if s.last_from == Some(i) {
                 s.points.pop();
