@@ -4,12 +4,14 @@
 #   scripts/bench.sh            # the full run (~8 min of measuring on 2 cores; 2.3 GB of scratch writes, 1.1 GB at once)
 #   scripts/bench.sh --quick    # a smoke run: few samples, no 1 GiB fetch
 #   scripts/bench.sh --no-fetch # skip fetch_traces
-#   scripts/bench.sh --before REV  # also build REV and report before/after columns
+#   scripts/bench.sh --before REV  # also build REV and report before/after columns (REV's
+#                                  # driver, and this driver built on REV's library)
 #
 # It installs what it compares against (idempotent): the `prime` CLI 0.18.0 venv through
 # scripts/setup-interop.sh, and FastMCP 4.1.6 in its own venv .interop/bench-venv; builds the
 # release `factory-mcp` and the `factory-bench` driver (bench/); runs criterion's
-# `config/benches/validate.rs`; then runs factory-bench, which starts the sandbox (loopback,
+# `config/benches/validate.rs`, `policies/benches/redact.rs` and `platform/benches/metrics.rs`;
+# then runs factory-bench, which starts the sandbox (loopback,
 # manual clock, scripts/bench/seed.json) and prints the Markdown report, also written to
 # target/bench/report.md with the raw figures in target/bench/results.json.
 #
@@ -88,6 +90,26 @@ if [[ -n "$before" ]]; then
     --out target/bench/before \
     --no-fetch \
     "${old_args[@]}" > /dev/null
+  # The new driver built on the old tree's library (its bench/ replaced by this one), for the
+  # in-process figures both sides must be measured the same way: the server alone, spoken to
+  # by the hand-written JSON-RPC client. Built in the same target directory after the old
+  # driver has run (only the workspace's crates rebuild); skipped, with a note, when this
+  # driver does not build against the old library.
+  rm -rf "$bdir/src-driver"
+  cp -r "$bdir/src" "$bdir/src-driver"
+  rm -rf "$bdir/src-driver/bench"
+  cp -r bench "$bdir/src-driver/bench"
+  if (cd "$bdir/src-driver" && CARGO_TARGET_DIR="$bdir/target" cargo build --release --quiet -p factory-bench); then
+    "$bdir/target/release/factory-bench" \
+      --server "$bdir/target/release/factory-mcp" \
+      --seed scripts/bench/seed.json \
+      --scripts scripts/bench \
+      --out target/bench/before/alone \
+      --only operations \
+      "${old_args[@]}" > /dev/null
+  else
+    echo "bench: this driver does not build against $rev; the server-alone before stays empty" >&2
+  fi
   # The new driver measures the old binary on what only it knows or measures otherwise (run
   # history, fetch rows, HTTP with a client that keeps its connections): whole-process
   # figures, so the driver's own version does not enter them.

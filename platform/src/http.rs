@@ -347,7 +347,16 @@ impl Http {
             return Ok(response);
         }
         let headers = response.headers().clone();
-        let body = read_limited(response, MAX_ERROR_BODY).await;
+        // A JSON call's timer still runs (reqwest's covers the body); a streamed download's
+        // error body gets one of its own, so a platform that stalls after the headers cannot
+        // hang the call.
+        let body = if whole_timeout {
+            read_limited(response, MAX_ERROR_BODY).await
+        } else {
+            tokio::time::timeout(call.timeout, read_limited(response, MAX_ERROR_BODY))
+                .await
+                .unwrap_or_default()
+        };
         Err(self.map_status(status, &headers, &body, &call.endpoint()))
     }
 
@@ -717,6 +726,43 @@ pub(crate) fn serialize_opt_secret<S: serde::Serializer>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A streamed download whose error answer stalls after its headers is answered by the
+    /// call's timeout, with the status it had, instead of waiting for the rest of the body.
+    #[tokio::test]
+    async fn a_streamed_error_body_that_stalls_ends_at_the_call_timeout() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = socket.read(&mut buf).await;
+            let head = "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"detail\":";
+            socket.write_all(head.as_bytes()).await.unwrap();
+            // The rest of the body never comes; the socket stays open until the test ends.
+            let _ = held_tx.send(socket);
+        });
+        let mut settings = PlatformSettings::new(
+            format!("http://{addr}"),
+            SecretString::from("test-key-0001"),
+        );
+        settings.traces_url = format!("http://{addr}");
+        let http = Http::new(settings).unwrap();
+        let call = Call::new(
+            Method::GET,
+            Service::Traces,
+            "/x".into(),
+            Duration::from_millis(200),
+        );
+        let answered = tokio::time::timeout(Duration::from_secs(30), http.stream(&call))
+            .await
+            .expect("the call ends by its own timeout");
+        let error = answered.expect_err("a 500 is an error");
+        assert_eq!(error.status(), Some(500), "{error:?}");
+        drop(held_rx);
+    }
 
     #[test]
     fn retry_after_accepts_seconds_fractions_and_dates_and_ignores_garbage() {

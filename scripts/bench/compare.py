@@ -6,7 +6,9 @@
 BEFORE_DIR holds results.json of the old driver measuring the old server (every section the
 old driver has, in-process overhead included) and, if present, extra/results.json: the new
 driver measuring the old server's binary on the sections the old driver lacks or measures
-otherwise (run history, new fetch rows, HTTP with a client that keeps its connections). AFTER_DIR holds the new driver's results.json. CRITERION_DIR (optional) is
+otherwise (run history, new fetch rows, HTTP with a client that keeps its connections), and
+alone/results.json: the new driver built on the old library, for the in-process server alone
+(the hand-written JSON-RPC client). AFTER_DIR holds the new driver's results.json. CRITERION_DIR (optional) is
 target/criterion, for the redaction bench (old and one-pass redactor in the same run).
 Prints Markdown. A figure one side lacks is shown as "–".
 """
@@ -60,6 +62,7 @@ def main():
     crit = sys.argv[3] if len(sys.argv) > 3 else None
     b = load(os.path.join(before_dir, "results.json"))
     bx = load(os.path.join(before_dir, "extra", "results.json"))
+    balone = by(load(os.path.join(before_dir, "alone", "results.json")).get("overhead"), "op")
     a = load(os.path.join(after_dir, "results.json"))
     out = []
     w = out.append
@@ -74,14 +77,16 @@ def main():
     if ops:
         w("## Server work per call, in process, above the HTTP floor\n")
         w("Server alone: the same in-process server spoken to by a hand-written JSON-RPC client instead of "
-          "rmcp's (drivers from the sixth pass on; – where the before driver had no such client).\n")
+          "rmcp's; its before is this driver built on the before tree's library (– where it did not build there).\n")
         w("| operation | floor before | floor after | overhead before | overhead after | speed-up | server alone before | server alone after | stdio overhead before | stdio overhead after |")
         w("|---|---|---|---|---|---|---|---|---|---|")
         for op in ops:
             x, y = bo.get(op, {}), ao.get(op, {})
             ob, oa = x.get("overhead_in_process_p50_us"), y.get("overhead_in_process_p50_us")
+            alone_before = balone.get(op, {}).get("overhead_server_alone_p50_us",
+                                                  x.get("overhead_server_alone_p50_us"))
             w(f"| {op} | {us(get(x, 'floor', 'p50_us'))} | {us(get(y, 'floor', 'p50_us'))} | {us(ob)} | "
-              f"**{us(oa)}** | {ratio(ob, oa)} | {us(x.get('overhead_server_alone_p50_us'))} | "
+              f"**{us(oa)}** | {ratio(ob, oa)} | {us(alone_before)} | "
               f"**{us(y.get('overhead_server_alone_p50_us'))}** | {us(x.get('overhead_stdio_p50_us'))} | {us(y.get('overhead_stdio_p50_us'))} |")
         w("")
 

@@ -428,10 +428,26 @@ mod tests {
         assert!(serde_json::from_str::<Value>(&body).is_ok());
         let m: MetricsResponse = serde_json::from_str(&body).unwrap();
         assert_eq!(m.metrics[0].text().len(), 2 * MAX_DEPTH + 1);
+        // The same limit for a record that is an object: its field's value is one bracket in.
+        let deep_field = |n: usize| {
+            format!(
+                "{{\"metrics\": [{{\"step\": 1, \"x\": {}1{}}}]}}",
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        let kept = deep_field(MAX_DEPTH - 1);
+        assert!(serde_json::from_str::<Value>(&kept).is_ok());
+        let m: MetricsResponse = serde_json::from_str(&kept).unwrap();
+        assert_eq!(m.metrics[0].fields().unwrap().step, Some(1));
+        let refused = deep_field(MAX_DEPTH);
+        assert!(serde_json::from_str::<Value>(&refused).is_err());
+        assert!(serde_json::from_str::<MetricsResponse>(&refused).is_err());
     }
 
     /// JSON text from a small grammar that reaches what a tree read refuses: numbers out of
-    /// range, lone surrogate escapes, names with escapes, names sent twice, nesting.
+    /// range, lone surrogate escapes, names with escapes, names sent twice, shallow nesting (the
+    /// depth limit is held at its boundary by the test above).
     fn json_text() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
         let name = prop_oneof![
