@@ -27,7 +27,7 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use factory_sandbox::{ClockMode, Sandbox, SandboxHandle, SandboxOptions, SeedSource};
 use serde_json::{Value, json};
-use stats::{Budget, Summary, fmt_us, sample};
+use stats::{Budget, Summary, fmt_us, sample, sample_in_turn};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// The seeded runs (`scripts/bench/seed.json`).
@@ -412,25 +412,32 @@ impl Bench {
 
     /// The floor: the same requests, made directly with a pooled reqwest client, in order.
     async fn floor(&self, reqs: &[(String, String)]) -> anyhow::Result<Summary> {
+        let urls = self.floor_urls(reqs)?;
+        let d = sample(self.budgets.tool, || self.floor_once(&urls)).await?;
+        Ok(Summary::of(&d))
+    }
+
+    /// The URLs the floor replays (GETs only).
+    fn floor_urls(&self, reqs: &[(String, String)]) -> anyhow::Result<Vec<String>> {
         if reqs.iter().any(|(m, _)| m != "GET") {
             bail!("floor replays GETs only: {reqs:?}");
         }
-        let urls: Vec<String> = reqs
+        Ok(reqs
             .iter()
             .map(|(_, p)| format!("{}{p}", self.base))
-            .collect();
-        let d = sample(self.budgets.tool, || async {
-            for u in &urls {
-                let r = self.http.get(u).bearer_auth(&self.key).send().await?;
-                if !r.status().is_success() {
-                    bail!("{u}: {}", r.status());
-                }
-                r.bytes().await?;
+            .collect())
+    }
+
+    /// One sample of the floor: every URL fetched in order, its status checked.
+    async fn floor_once(&self, urls: &[String]) -> anyhow::Result<()> {
+        for u in urls {
+            let r = self.http.get(u).bearer_auth(&self.key).send().await?;
+            if !r.status().is_success() {
+                bail!("{u}: {}", r.status());
             }
-            Ok(())
-        })
-        .await?;
-        Ok(Summary::of(&d))
+            r.bytes().await?;
+        }
+        Ok(())
     }
 
     // ---- 1. per operation: our tool call vs the CLI ---------------------------------------
@@ -691,29 +698,29 @@ impl Bench {
         let mut rows = Vec::new();
         let mut js = Vec::new();
         for (op, f) in ops().into_iter().zip(per_op) {
-            let d = sample(self.budgets.tool, || async {
-                mcp::call(&client, op.tool, &op.args).await.map(|_| ())
-            })
+            let urls = self.floor_urls(
+                &f.requests
+                    .iter()
+                    .map(|r| {
+                        let (m, p) = r.split_once(' ').unwrap_or(("GET", r));
+                        (m.to_string(), p.to_string())
+                    })
+                    .collect::<Vec<_>>(),
+            )?;
+            // The three in turn, one call of each per round, so that the machine's slow spells
+            // fall on all three alike: rmcp's client, the raw one, the floor.
+            let [d_inproc, d_alone, d_floor] = sample_in_turn(
+                self.budgets.tool,
+                || async { mcp::call(&client, op.tool, &op.args).await.map(|_| ()) },
+                || raw.call(op.tool, &op.args),
+                || self.floor_once(&urls),
+            )
             .await?;
-            let inproc = Summary::of(&d);
-            let d = sample(self.budgets.tool, || async {
-                raw.call(op.tool, &op.args).await
-            })
-            .await?;
-            let alone = Summary::of(&d);
-            // Re-measure the floor right after, so all three see about the same machine load
-            // (always in this order: rmcp's client, the raw one, the floor).
-            let floor = self
-                .floor(
-                    &f.requests
-                        .iter()
-                        .map(|r| {
-                            let (m, p) = r.split_once(' ').unwrap_or(("GET", r));
-                            (m.to_string(), p.to_string())
-                        })
-                        .collect::<Vec<_>>(),
-                )
-                .await?;
+            let (inproc, alone, floor) = (
+                Summary::of(&d_inproc),
+                Summary::of(&d_alone),
+                Summary::of(&d_floor),
+            );
             rows.push(format!(
                 "| {} | {} | {} | {} | **{}** | {} | **{}** | {} | {} |",
                 f.name,
@@ -743,6 +750,7 @@ impl Bench {
              spoken to by hand over the pipe (one JSON line out; one line back, read once without building a tree for its \
              id, `error` and `isError`), so the overhead left is the server's (its framing, the tool, the answer) plus \
              that one read, without rmcp's client-side parsing. \
+             In process, raw client and floor are sampled in turn, one call of each per round. \
              Stdio: the release binary as a child process (adds two pipe hops and a process switch each way). Medians.\n\n\
              | operation | platform requests | HTTP floor | tool, in process | **overhead, in process** | tool, raw client | **overhead, server alone** | tool, stdio | overhead, stdio |\n\
              |---|---|---|---|---|---|---|---|---|\n{}\n",

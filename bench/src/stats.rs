@@ -94,3 +94,41 @@ pub fn fmt_us(us: f64) -> String {
         format!("{us:.1} µs")
     }
 }
+
+/// [`sample`] for three measurements taken in turn, one of each per round (after each one's
+/// warm-up), so that a slow spell of the machine falls on all three alike rather than on
+/// whichever ran during it. Stops at `budget.count` rounds or three times `budget.max_time`.
+pub async fn sample_in_turn<A, FA, B, FB, C, FC>(
+    budget: Budget,
+    mut a: A,
+    mut b: B,
+    mut c: C,
+) -> anyhow::Result<[Vec<Duration>; 3]>
+where
+    A: FnMut() -> FA,
+    FA: Future<Output = anyhow::Result<()>>,
+    B: FnMut() -> FB,
+    FB: Future<Output = anyhow::Result<()>>,
+    C: FnMut() -> FC,
+    FC: Future<Output = anyhow::Result<()>>,
+{
+    for _ in 0..budget.warmup {
+        a().await?;
+        b().await?;
+        c().await?;
+    }
+    let deadline = Instant::now() + budget.max_time * 3;
+    let mut out: [Vec<Duration>; 3] = Default::default();
+    while out[0].len() < budget.count && Instant::now() < deadline {
+        let t0 = Instant::now();
+        a().await?;
+        out[0].push(t0.elapsed());
+        let t0 = Instant::now();
+        b().await?;
+        out[1].push(t0.elapsed());
+        let t0 = Instant::now();
+        c().await?;
+        out[2].push(t0.elapsed());
+    }
+    Ok(out)
+}
