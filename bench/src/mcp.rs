@@ -293,7 +293,8 @@ impl RawPipe {
                     let result = message.result.context("an answer without a result")?;
                     return Ok(result.is_error == Some(true));
                 }
-                (None, Some(Value::Null) | None) if message.error.is_some() => {
+                // An `"id": null` reads as `None` (an `Option` takes `null` for absent).
+                (None, None) if message.error.is_some() => {
                     bail!(
                         "JSON-RPC error for no request: {}",
                         message.error.unwrap_or_default()
