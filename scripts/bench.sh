@@ -94,12 +94,13 @@ if [[ -n "$before" ]]; then
   # in-process figures both sides must be measured the same way: the server alone, spoken to
   # by the hand-written JSON-RPC client. Built in the same target directory after the old
   # driver has run (only the workspace's crates rebuild); skipped, with a note, when this
-  # driver does not build against the old library.
+  # driver does not build against the old library. Only the driver: `canned-http`, the HTTP
+  # transport around a canned answer, is this tree's (step 2 runs it).
   rm -rf "$bdir/src-driver"
   cp -r "$bdir/src" "$bdir/src-driver"
   rm -rf "$bdir/src-driver/bench"
   cp -r bench "$bdir/src-driver/bench"
-  if (cd "$bdir/src-driver" && CARGO_TARGET_DIR="$bdir/target" cargo build --release --quiet -p factory-bench); then
+  if (cd "$bdir/src-driver" && CARGO_TARGET_DIR="$bdir/target" cargo build --release --quiet -p factory-bench --bin factory-bench); then
     "$bdir/target/release/factory-bench" \
       --server "$bdir/target/release/factory-mcp" \
       --seed scripts/bench/seed.json \

@@ -8,6 +8,7 @@
 //! is bounded in count and in time. Output: a Markdown report on stdout and JSON under `--out`.
 //! `scripts/bench.sh` is the one command that builds what it needs and runs this.
 
+mod canned;
 mod history;
 mod mcp;
 mod procfs;
@@ -74,10 +75,14 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     only: Option<Vec<String>>,
     /// Instead of the report: call one operation (its name in the report, e.g. "get run") on
-    /// an in-process server ("stdio:get run": on `--server` over stdio; "raw:get run": in
-    /// process, through the hand-written JSON-RPC client instead of rmcp's) in a loop for
-    /// `--spin-secs` seconds, then the same platform requests directly, and print the mean of
-    /// each and the CPU time of this process per call. For a profiler (`perf record`).
+    /// an in-process server in a loop for `--spin-secs` seconds, then the same platform
+    /// requests directly, and print the mean of each and the CPU time of this process per
+    /// call. For a profiler (`perf record`). Prefixes: "stdio:get run", on `--server` over
+    /// stdio; "raw:get run", in process through the hand-written JSON-RPC client instead of
+    /// rmcp's; "canned:get run", that client to an rmcp server answering with the real answer,
+    /// taken once, and making no platform request; "echo:get run", that client to no server
+    /// at all (the answer echoed over the pipe). Clients and in-process servers run on a
+    /// runtime of one thread, as `serve` over stdio does.
     #[arg(long)]
     spin: Option<String>,
     #[arg(long, default_value_t = 10)]
@@ -181,7 +186,45 @@ fn ops() -> Vec<Op> {
     ]
 }
 
+/// How `--spin` reaches the operation: the prefix of its name.
+#[derive(Clone, Copy)]
+enum SpinVia {
+    InProcess,
+    Stdio,
+    Raw,
+    Canned,
+    Echo,
+}
+
+impl SpinVia {
+    /// The operation's name without its prefix, and what the prefix says.
+    fn of(name: &str) -> (&str, SpinVia) {
+        [
+            ("stdio:", SpinVia::Stdio),
+            ("raw:", SpinVia::Raw),
+            ("canned:", SpinVia::Canned),
+            ("echo:", SpinVia::Echo),
+        ]
+        .into_iter()
+        .find_map(|(prefix, via)| name.strip_prefix(prefix).map(|n| (n, via)))
+        .unwrap_or((name, SpinVia::InProcess))
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            SpinVia::InProcess => "in process",
+            SpinVia::Stdio => "over stdio",
+            SpinVia::Raw => "in process, raw client",
+            SpinVia::Canned => {
+                "rmcp's server with the real answer canned (no platform request), raw client"
+            }
+            SpinVia::Echo => "no server: the real answer echoed over the pipe, raw client",
+        }
+    }
+}
+
 /// What `--spin` calls the tool through.
+#[derive(Clone, Copy)]
 enum Caller<'a> {
     Rmcp(&'a mcp::Client),
     Raw(&'a mcp::RawClient),
@@ -243,9 +286,7 @@ async fn main() -> anyhow::Result<()> {
         base,
         key,
         scratch: tempfile::tempdir()?,
-        http: reqwest::Client::builder()
-            .pool_max_idle_per_host(128)
-            .build()?,
+        http: floor_client()?,
         report: String::new(),
         results: serde_json::Map::new(),
         sandbox,
@@ -257,7 +298,10 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
 
     if let Some(name) = b.args.spin.clone() {
-        let r = b.spin(&name).await;
+        // The in-process server on one thread, as `serve` over stdio runs it.
+        let dirs = [b.dir("home-spin")?, b.dir("ws-spin")?];
+        let this = &b;
+        let r = on_one_thread(|| this.spin(&name, dirs));
         b.sandbox.shutdown().await;
         return r;
     }
@@ -316,6 +360,77 @@ async fn main() -> anyhow::Result<()> {
     );
     b.sandbox.shutdown().await;
     Ok(())
+}
+
+/// Start `cmd` (its stdio set here), wait up to 20 s for the line naming its MCP URL on stderr,
+/// and keep reading stderr after it; the child (killed on drop), its pid and the URL.
+async fn spawn_listening(
+    mut cmd: tokio::process::Command,
+    what: &str,
+) -> anyhow::Result<(tokio::process::Child, u32, String)> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().with_context(|| format!("starting {what}"))?;
+    let pid = child.id().context("pid")?;
+    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    let url = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some(rest) = line.split("serving MCP at ").nth(1) {
+                return Ok::<_, anyhow::Error>(rest.trim().to_string());
+            }
+        }
+        bail!("{what} exited before listening")
+    })
+    .await
+    .with_context(|| format!("{what} did not start in 20 s"))??;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, pid, url))
+}
+
+/// One sample of the floor through `http`: every URL fetched in order, its status checked.
+async fn floor_once(http: &reqwest::Client, key: &str, urls: &[String]) -> anyhow::Result<()> {
+    for u in urls {
+        let r = http.get(u).bearer_auth(key).send().await?;
+        if !r.status().is_success() {
+            bail!("{u}: {}", r.status());
+        }
+        r.bytes().await?;
+    }
+    Ok(())
+}
+
+/// The floor's HTTP client: pooled, as every platform client is.
+fn floor_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(128)
+        .build()
+}
+
+/// Run `f`'s future to its end on a tokio runtime of one thread, as `serve` over stdio runs its
+/// calls (docs/ARCHITECTURE.md, "A tool call"): no message between the server's tasks and the
+/// client's is handed from one worker thread to another, so what is measured is their work,
+/// not the wake-ups of a runtime the server does not use. Blocks this worker meanwhile.
+fn on_one_thread<T, F, Fut>(f: F) -> anyhow::Result<T>
+where
+    T: Send,
+    F: FnOnce() -> Fut + Send,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()?
+                        .block_on(f())
+                })
+                .join()
+                .map_err(|_| anyhow::anyhow!("the measurement's thread panicked"))?
+        })
+    })
 }
 
 /// Per-operation figures reused by later sections.
@@ -411,9 +526,13 @@ impl Bench {
     }
 
     /// The floor: the same requests, made directly with a pooled reqwest client, in order.
-    async fn floor(&self, reqs: &[(String, String)]) -> anyhow::Result<Summary> {
+    async fn floor(
+        &self,
+        http: &reqwest::Client,
+        reqs: &[(String, String)],
+    ) -> anyhow::Result<Summary> {
         let urls = self.floor_urls(reqs)?;
-        let d = sample(self.budgets.tool, || self.floor_once(&urls)).await?;
+        let d = sample(self.budgets.tool, || floor_once(http, &self.key, &urls)).await?;
         Ok(Summary::of(&d))
     }
 
@@ -426,18 +545,6 @@ impl Bench {
             .iter()
             .map(|(_, p)| format!("{}{p}", self.base))
             .collect())
-    }
-
-    /// One sample of the floor: every URL fetched in order, its status checked.
-    async fn floor_once(&self, urls: &[String]) -> anyhow::Result<()> {
-        for u in urls {
-            let r = self.http.get(u).bearer_auth(&self.key).send().await?;
-            if !r.status().is_success() {
-                bail!("{u}: {}", r.status());
-            }
-            r.bytes().await?;
-        }
-        Ok(())
     }
 
     // ---- 1. per operation: our tool call vs the CLI ---------------------------------------
@@ -464,7 +571,7 @@ impl Bench {
                 })
                 .await?,
             );
-            let floor = self.floor(&reqs).await?;
+            let floor = self.floor(&self.http, &reqs).await?;
             let (cli, cli_reqs) = match &self.args.prime {
                 Some(prime) => {
                     let first = self
@@ -606,43 +713,61 @@ impl Bench {
 
     // ---- spin: one operation in a loop, for a profiler ------------------------------------
 
-    async fn spin(&mut self, name: &str) -> anyhow::Result<()> {
-        let (name, stdio) = match name.strip_prefix("stdio:") {
-            Some(n) => (n, true),
-            None => (name, false),
-        };
-        let (name, raw) = match name.strip_prefix("raw:") {
-            Some(n) => (n, true),
-            None => (name, false),
-        };
-        anyhow::ensure!(
-            !(stdio && raw),
-            "raw: is for the in-process server; stdio: uses rmcp"
-        );
+    async fn spin(&self, name: &str, [home, ws]: [PathBuf; 2]) -> anyhow::Result<()> {
+        let (name, via) = SpinVia::of(name);
         let op = ops()
             .into_iter()
             .find(|o| o.name == name)
             .with_context(|| format!("no operation named {name:?}"))?;
-        let home = self.dir("home-spin")?;
-        let ws = self.dir("ws-spin")?;
-        let child = match stdio {
-            true => Some(self.stdio_server("spin").await?.0),
-            false => None,
+        let child = match via {
+            SpinVia::Stdio => Some(self.stdio_server("spin").await?.0),
+            _ => None,
         };
         let in_process;
         let raw_client;
-        let client = match (&child, raw) {
-            (Some(c), _) => Caller::Rmcp(&c.client),
-            (None, false) => {
-                in_process = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
-                Caller::Rmcp(&in_process)
+        let (client, reqs) = match (&child, via) {
+            (Some(c), _) => {
+                let client = Caller::Rmcp(&c.client);
+                (
+                    client,
+                    self.requests_of(|| client.call(op.tool, &op.args)).await?,
+                )
             }
-            (None, true) => {
+            (None, SpinVia::Raw) => {
                 raw_client = mcp::RawClient::in_process(&self.base, &self.key, &ws, &home).await?;
-                Caller::Raw(&raw_client)
+                let client = Caller::Raw(&raw_client);
+                (
+                    client,
+                    self.requests_of(|| client.call(op.tool, &op.args)).await?,
+                )
+            }
+            (None, SpinVia::Canned | SpinVia::Echo) => {
+                // The real server's answer, taken once; the floor is that call's requests.
+                let real = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
+                let mut answer = None;
+                let reqs = self
+                    .requests_of(|| async {
+                        answer = Some(mcp::call(&real, op.tool, &op.args).await?);
+                        Ok(())
+                    })
+                    .await?;
+                real.cancel().await?;
+                let answer = answer.context("no answer taken")?;
+                raw_client = match via {
+                    SpinVia::Echo => mcp::RawClient::echo(&answer).await?,
+                    _ => mcp::RawClient::canned(answer).await?,
+                };
+                (Caller::Raw(&raw_client), reqs)
+            }
+            (None, _) => {
+                in_process = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
+                let client = Caller::Rmcp(&in_process);
+                (
+                    client,
+                    self.requests_of(|| client.call(op.tool, &op.args)).await?,
+                )
             }
         };
-        let reqs = self.requests_of(|| client.call(op.tool, &op.args)).await?;
         let secs = Duration::from_secs(self.args.spin_secs);
         let me = std::process::id();
         let server_pid = child.as_ref().map(|c| c.pid);
@@ -667,17 +792,13 @@ impl Bench {
             .unwrap_or_default();
         // The floor as the report measures it (GETs only, statuses checked), its CPU over
         // every sample it took, warm-up included.
-        let floor = self.floor(&reqs).await?;
+        let floor = self.floor(&floor_client()?, &reqs).await?;
         let floor_calls = (floor.n + self.budgets.tool.warmup).max(1) as f64;
         let floor_us = floor.mean_us;
         let floor_cpu = (procfs::cpu_secs(me).unwrap_or(0.0) - cpu1) * 1e6 / floor_calls;
         println!(
             "{name}: tool {} {tool_us:.1} µs/call (CPU here {tool_cpu:.1} µs{server_cpu}) over {n} calls; floor {floor_us:.1} µs (CPU {floor_cpu:.1} µs, {} request(s)); overhead {:.1} µs (CPU {:.1} µs)",
-            match (stdio, raw) {
-                (true, _) => "over stdio",
-                (false, false) => "in process",
-                (false, true) => "in process, raw client",
-            },
+            via.label(),
             reqs.len(),
             tool_us - floor_us,
             tool_cpu - floor_cpu
@@ -688,13 +809,48 @@ impl Bench {
     // ---- 2. overhead above the HTTP floor ---------------------------------------------------
 
     async fn overhead(&mut self, per_op: &[OpFigures]) -> anyhow::Result<()> {
-        self.say("overhead: in-process server vs floor");
-        let home = self.dir("home-inproc")?;
-        let ws = self.dir("ws-inproc")?;
+        self.say("overhead: in-process server vs floor, on one thread");
+        let dirs = [
+            self.dir("home-inproc")?,
+            self.dir("ws-inproc")?,
+            self.dir("home-raw")?,
+            self.dir("ws-raw")?,
+        ];
+        let this = &*self;
+        let (rows, js) = on_one_thread(|| this.overhead_rows(per_op, dirs))?;
+        self.report.push_str(&format!(
+            "\n## Tool-call overhead above the platform round trip\n\n\
+             Floor: the exact request(s) the tool made (read from the sandbox's request log), made directly with reqwest. \
+             In process: the same server state and catalogue `serve` builds, connected to the rmcp client by an in-memory \
+             pipe (the server's own work plus JSON-RPC framing on both ends). Raw client: the same, but a second server \
+             spoken to by hand over the pipe (one JSON line out; one line back, read once without building a tree for its \
+             id, `error` and `isError`), so the overhead left is the server's (its framing, the tool, the answer) plus \
+             that one read, without rmcp's client-side parsing. \
+             Echo: no server at all, a task answering each request line with the real answer under its id: what \
+             the pipe and the raw client cost per call. Canned: rmcp's server answering the real answer, taken once, \
+             with no tool and no platform request. **Server's work**: server alone above the floor, less the echo. \
+             The servers, the clients and the floor's client run on a runtime of one thread, as `serve` over stdio \
+             does (the sandbox answers from the driver's own runtime, as a platform would from elsewhere). \
+             All five (in process, raw client, canned, echo, floor) are sampled in turn, one call of each per round. \
+             Stdio: the release binary as a child process (adds two pipe hops and a process switch each way). Medians.\n\n\
+             | operation | platform requests | HTTP floor | overhead, in process | overhead, server alone | echo | canned | **server's work** | overhead, stdio |\n\
+             |---|---|---|---|---|---|---|---|---|\n{}\n",
+            rows.join("\n")
+        ));
+        self.results.insert("overhead".into(), Value::Array(js));
+        Ok(())
+    }
+
+    /// The overhead section's measurements; run on one thread (`on_one_thread`).
+    async fn overhead_rows(
+        &self,
+        per_op: &[OpFigures],
+        [home, ws, raw_home, raw_ws]: [PathBuf; 4],
+    ) -> anyhow::Result<(Vec<String>, Vec<Value>)> {
         let client = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
-        let raw_home = self.dir("home-raw")?;
-        let raw_ws = self.dir("ws-raw")?;
         let raw = mcp::RawClient::in_process(&self.base, &self.key, &raw_ws, &raw_home).await?;
+        // A client of this runtime's own, with connections of this runtime.
+        let http = floor_client()?;
         let mut rows = Vec::new();
         let mut js = Vec::new();
         for (op, f) in ops().into_iter().zip(per_op) {
@@ -707,30 +863,43 @@ impl Bench {
                     })
                     .collect::<Vec<_>>(),
             )?;
-            // The three in turn, one call of each per round, so that the machine's slow spells
-            // fall on all three alike: rmcp's client, the raw one, the floor.
-            let [d_inproc, d_alone, d_floor] = sample_in_turn(
+            // Two baselines made from the real answer, taken once: rmcp's server answering
+            // it canned (no platform request, no tool), and no server at all (the answer echoed
+            // over the pipe), so the server's own work can be read above the pipe and client.
+            let answer = mcp::call(&client, op.tool, &op.args).await?;
+            let canned = mcp::RawClient::canned(answer.clone()).await?;
+            let echo = mcp::RawClient::echo(&answer).await?;
+            // All five in turn, one call of each per round, so that the machine's slow spells
+            // fall on them alike: rmcp's client, the raw one, the two baselines, the floor.
+            let (tool, args) = (op.tool, &op.args);
+            let [d_inproc, d_alone, d_canned, d_echo, d_floor] = sample_in_turn(
                 self.budgets.tool,
-                || async { mcp::call(&client, op.tool, &op.args).await.map(|_| ()) },
-                || raw.call(op.tool, &op.args),
-                || self.floor_once(&urls),
+                [
+                    Box::new(|| {
+                        Box::pin(async { mcp::call(&client, tool, args).await.map(|_| ()) })
+                    }),
+                    Box::new(|| Box::pin(raw.call(tool, args))),
+                    Box::new(|| Box::pin(canned.call(tool, args))),
+                    Box::new(|| Box::pin(echo.call(tool, args))),
+                    Box::new(|| Box::pin(floor_once(&http, &self.key, &urls))),
+                ],
             )
             .await?;
-            let (inproc, alone, floor) = (
-                Summary::of(&d_inproc),
-                Summary::of(&d_alone),
-                Summary::of(&d_floor),
-            );
+            let [inproc, alone, canned, echo, floor] =
+                [d_inproc, d_alone, d_canned, d_echo, d_floor].map(|d| Summary::of(&d));
+            // The server's own work: above the platform's round trip and above what the pipe
+            // and this client cost with no server at all.
+            let own = alone.p50_us - floor.p50_us - echo.p50_us;
             rows.push(format!(
-                "| {} | {} | {} | {} | **{}** | {} | **{}** | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | **{}** | {} |",
                 f.name,
                 f.requests.len(),
                 fmt_us(floor.p50_us),
-                fmt_us(inproc.p50_us),
                 fmt_us(inproc.p50_us - floor.p50_us),
-                fmt_us(alone.p50_us),
                 fmt_us(alone.p50_us - floor.p50_us),
-                fmt_us(f.tool.p50_us),
+                fmt_us(echo.p50_us),
+                fmt_us(canned.p50_us),
+                fmt_us(own),
                 fmt_us(f.tool.p50_us - f.floor.p50_us),
             ));
             js.push(json!({
@@ -738,26 +907,13 @@ impl Bench {
                 "overhead_in_process_p50_us": inproc.p50_us - floor.p50_us,
                 "tool_in_process_raw_client": alone.json(),
                 "overhead_server_alone_p50_us": alone.p50_us - floor.p50_us,
+                "echo": echo.json(), "canned": canned.json(),
+                "server_work_p50_us": own,
                 "tool_stdio_p50_us": f.tool.p50_us, "overhead_stdio_p50_us": f.tool.p50_us - f.floor.p50_us,
             }));
         }
         client.cancel().await?;
-        self.report.push_str(&format!(
-            "\n## Tool-call overhead above the platform round trip\n\n\
-             Floor: the exact request(s) the tool made (read from the sandbox's request log), made directly with reqwest. \
-             In process: the same server state and catalogue `serve` builds, connected to the rmcp client by an in-memory \
-             pipe (the server's own work plus JSON-RPC framing on both ends). Raw client: the same, but a second server \
-             spoken to by hand over the pipe (one JSON line out; one line back, read once without building a tree for its \
-             id, `error` and `isError`), so the overhead left is the server's (its framing, the tool, the answer) plus \
-             that one read, without rmcp's client-side parsing. \
-             In process, raw client and floor are sampled in turn, one call of each per round. \
-             Stdio: the release binary as a child process (adds two pipe hops and a process switch each way). Medians.\n\n\
-             | operation | platform requests | HTTP floor | tool, in process | **overhead, in process** | tool, raw client | **overhead, server alone** | tool, stdio | overhead, stdio |\n\
-             |---|---|---|---|---|---|---|---|---|\n{}\n",
-            rows.join("\n")
-        ));
-        self.results.insert("overhead".into(), Value::Array(js));
-        Ok(())
+        Ok((rows, js))
     }
 
     // ---- 3. cold start, and the FastMCP baseline ------------------------------------------
@@ -939,25 +1095,8 @@ impl Bench {
             .arg(&ws)
             .env_clear()
             .envs(self.env(&home))
-            .current_dir(&ws)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn()?;
-        let pid = child.id().context("pid")?;
-        let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
-        let url = tokio::time::timeout(Duration::from_secs(20), async {
-            while let Some(line) = lines.next_line().await? {
-                if let Some(rest) = line.split("serving MCP at ").nth(1) {
-                    return Ok::<_, anyhow::Error>(rest.trim().to_string());
-                }
-            }
-            bail!("serve --http exited before listening")
-        })
-        .await
-        .context("serve --http did not start in 20 s")??;
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            .current_dir(&ws);
+        let (mut child, pid, url) = spawn_listening(cmd, "serve --http").await?;
         // No token configured: the server created one, owner-only, in its state directory.
         let token_path = home.join(".state/factory-mcp/http-token");
         let token = std::fs::read_to_string(&token_path)
@@ -965,31 +1104,56 @@ impl Bench {
             .trim()
             .to_string();
 
-        let probe = mcp::connect_http(&url, &token, mcp::Era::Sessions).await?;
-        probe.list_tools(None).await?;
-        let idle = procfs::rss_kib(pid).context("rss")?;
-        probe.cancel().await?;
-
         let args = json!({"run_id": MAIN_RUN});
+        let probe = mcp::connect_http(&url, &token, mcp::Era::Sessions).await?;
+        let tools = probe.list_tools(None).await?.tools;
+        let idle = procfs::rss_kib(pid).context("rss")?;
+        // The same transport around a server that answers `get_run` with this answer, canned.
+        let answer = mcp::call(&probe, "get_run", &args).await?;
+        probe.cancel().await?;
+        let spec = self.dir("canned-http")?.join("spec.json");
+        let get_run: Vec<_> = tools.into_iter().filter(|t| t.name == "get_run").collect();
+        std::fs::write(
+            &spec,
+            serde_json::to_vec(&json!({"answer": answer, "tools": get_run, "token": token}))?,
+        )?;
+        let mut cmd =
+            tokio::process::Command::new(std::env::current_exe()?.with_file_name("canned-http"));
+        cmd.arg(&spec).env_clear();
+        let (mut canned, canned_pid, canned_url) = spawn_listening(cmd, "canned-http").await?;
+
         let mut eras = Vec::new();
         for era in [mcp::Era::Sessions, mcp::Era::Stateless] {
             let mut rows = Vec::new();
             let mut js = Vec::new();
             for clients in [1usize, 8, 64] {
-                let (row, figures) = self
+                // Ours, then the transport alone at the same load.
+                let (row, mut figures) = self
                     .http_level(&url, &token, era, clients, &args, pid)
                     .await?;
-                rows.push(row);
+                let (_, alone) = self
+                    .http_level(&canned_url, &token, era, clients, &args, canned_pid)
+                    .await?;
+                let ours = figures["server_cpu_us_per_call"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN);
+                let theirs = alone["server_cpu_us_per_call"].as_f64().unwrap_or(f64::NAN);
+                rows.push(format!(
+                    "{row} {theirs:.0} µs | {:.0} % |",
+                    100.0 * theirs / ours
+                ));
+                figures["transport_alone"] = alone;
                 js.push(figures);
             }
             eras.push((era, rows, js));
         }
         let load = procfs::rss_kib(pid).context("rss")?;
+        let _ = canned.kill().await;
         let tables: Vec<String> = eras
             .iter()
             .map(|(era, rows, _)| {
                 format!(
-                    "{}:\n\n| clients | calls/s | latency p50 / p99 | server CPU per call | errors |\n|---|---|---|---|---|\n{}",
+                    "{}:\n\n| clients | calls/s | latency p50 / p99 | server CPU per call | errors | transport alone, CPU per call | share of ours |\n|---|---|---|---|---|---|---|\n{}",
                     era.label(),
                     rows.join("\n")
                 )
@@ -1008,7 +1172,11 @@ impl Bench {
              {} s (at most 100 000 calls), in each era of the protocol: 2025-11-25 (an `initialize` handshake, a \
              session per client that the server keeps) and 2026-07-28 (no session: every request stands alone). \
              Clients, sandbox and server share the machine's CPUs, so calls/s is the whole loop's; server CPU per \
-             call (from /proc) is the server's own share.\n\n{}\n\n\
+             call (from /proc) is the server's own share. Transport alone: the same load, right after, on \
+             `canned-http` — our accept loop, bearer check and rmcp's streamable-HTTP service as `serve --http` \
+             configures them, on the same runtime, around a server that answers every call with the real \
+             `get_run` answer, canned (no tool, no platform request): the part of the server's CPU no tool \
+             code can take off.\n\n{}\n\n\
              Server RSS (HTTP): idle after the first `tools/list` **{:.1} MiB**; peak (VmHWM) after the loads \
              **{:.1} MiB**.\n",
             self.budgets.load_secs,

@@ -213,6 +213,71 @@ impl RawClient {
         state_home: &Path,
     ) -> anyhow::Result<RawClient> {
         let io = serve_in_process(base_url, api_key, workspace, state_home)?;
+        RawClient::over(io).await
+    }
+
+    /// An rmcp server in this process that answers every tool call with `answer` (a real
+    /// answer of the real server, read back by rmcp's client), making no platform request:
+    /// what rmcp's server costs per call — its framing, its per-request task, serialising the
+    /// answer — with none of the tool's own work. Spoken to by hand, as [`RawClient::in_process`].
+    pub async fn canned(answer: CallToolResult) -> anyhow::Result<RawClient> {
+        let (client_io, server_io) = tokio::io::duplex(1 << 20);
+        let server = crate::canned::Canned::new(answer, Vec::new());
+        tokio::spawn(async move {
+            if let Ok(running) = server.serve(server_io).await {
+                let _ = running.waiting().await;
+            }
+        });
+        RawClient::over(client_io).await
+    }
+
+    /// No MCP server at all: a task that answers each request line with `answer` (as the
+    /// result, under the request's id) after reading the line for its id, and `initialize`
+    /// with an empty result. What the pipe and this client cost per call, for the figures to
+    /// be read above it.
+    pub async fn echo(answer: &CallToolResult) -> anyhow::Result<RawClient> {
+        let (client_io, server_io) = tokio::io::duplex(1 << 20);
+        let answer = serde_json::to_string(answer)?;
+        tokio::spawn(async move {
+            #[derive(serde::Deserialize)]
+            struct Head<'a> {
+                #[serde(borrow, default)]
+                id: Option<&'a serde_json::value::RawValue>,
+                #[serde(borrow, default)]
+                method: Option<std::borrow::Cow<'a, str>>,
+            }
+            let (read, mut write) = tokio::io::split(server_io);
+            let mut read = BufReader::new(read);
+            let (mut line, mut out) = (Vec::new(), Vec::new());
+            loop {
+                line.clear();
+                match read.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let Ok(head) = serde_json::from_slice::<Head>(&line) else {
+                    return;
+                };
+                let Some(id) = head.id else { continue };
+                let result = match head.method.as_deref() {
+                    Some("initialize") => "{}",
+                    _ => answer.as_str(),
+                };
+                out.clear();
+                out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+                out.extend_from_slice(id.get().as_bytes());
+                out.extend_from_slice(b",\"result\":");
+                out.extend_from_slice(result.as_bytes());
+                out.extend_from_slice(b"}\n");
+                if write.write_all(&out).await.is_err() || write.flush().await.is_err() {
+                    return;
+                }
+            }
+        });
+        RawClient::over(client_io).await
+    }
+
+    async fn over(io: DuplexStream) -> anyhow::Result<RawClient> {
         let mut pipe = RawPipe {
             io: BufReader::new(io),
             next_id: 0,

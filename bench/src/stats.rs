@@ -2,6 +2,7 @@
 
 use std::{
     future::Future,
+    pin::Pin,
     time::{Duration, Instant},
 };
 
@@ -95,40 +96,30 @@ pub fn fmt_us(us: f64) -> String {
     }
 }
 
-/// [`sample`] for three measurements taken in turn, one of each per round (after each one's
-/// warm-up), so that a slow spell of the machine falls on all three alike rather than on
-/// whichever ran during it. Stops at `budget.count` rounds or three times `budget.max_time`.
-pub async fn sample_in_turn<A, FA, B, FB, C, FC>(
+/// One measurement for [`sample_in_turn`]: a call to make, boxed so that calls of different
+/// kinds can be taken in turn.
+pub type Call<'a> = Box<dyn FnMut() -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + 'a>> + 'a>;
+
+/// [`sample`] for several measurements taken in turn, one of each per round (after each one's
+/// warm-up), so that a slow spell of the machine falls on all of them alike rather than on
+/// whichever ran during it. Stops at `budget.count` rounds or `N` times `budget.max_time`.
+pub async fn sample_in_turn<const N: usize>(
     budget: Budget,
-    mut a: A,
-    mut b: B,
-    mut c: C,
-) -> anyhow::Result<[Vec<Duration>; 3]>
-where
-    A: FnMut() -> FA,
-    FA: Future<Output = anyhow::Result<()>>,
-    B: FnMut() -> FB,
-    FB: Future<Output = anyhow::Result<()>>,
-    C: FnMut() -> FC,
-    FC: Future<Output = anyhow::Result<()>>,
-{
+    mut calls: [Call<'_>; N],
+) -> anyhow::Result<[Vec<Duration>; N]> {
     for _ in 0..budget.warmup {
-        a().await?;
-        b().await?;
-        c().await?;
+        for call in calls.iter_mut() {
+            call().await?;
+        }
     }
-    let deadline = Instant::now() + budget.max_time * 3;
-    let mut out: [Vec<Duration>; 3] = Default::default();
+    let deadline = Instant::now() + budget.max_time * N as u32;
+    let mut out: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(budget.count));
     while out[0].len() < budget.count && Instant::now() < deadline {
-        let t0 = Instant::now();
-        a().await?;
-        out[0].push(t0.elapsed());
-        let t0 = Instant::now();
-        b().await?;
-        out[1].push(t0.elapsed());
-        let t0 = Instant::now();
-        c().await?;
-        out[2].push(t0.elapsed());
+        for (call, samples) in calls.iter_mut().zip(out.iter_mut()) {
+            let t0 = Instant::now();
+            call().await?;
+            samples.push(t0.elapsed());
+        }
     }
     Ok(out)
 }

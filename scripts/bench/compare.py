@@ -78,16 +78,25 @@ def main():
         w("## Server work per call, in process, above the HTTP floor\n")
         w("Server alone: the same in-process server spoken to by a hand-written JSON-RPC client instead of "
           "rmcp's; its before is this driver built on the before tree's library (– where it did not build there).\n")
-        w("| operation | floor before | floor after | overhead before | overhead after | speed-up | server alone before | server alone after | stdio overhead before | stdio overhead after |")
-        w("|---|---|---|---|---|---|---|---|---|---|")
+        w("Server's work: server alone less what the pipe and client cost with no server (the echo), "
+          "from drivers that measure it; rmcp canned: rmcp's server answering the real answer, canned, "
+          "above the echo.\n")
+        w("| operation | floor before | floor after | overhead before | overhead after | speed-up | server alone before | server alone after | server's work before | server's work after | rmcp canned after | stdio overhead before | stdio overhead after |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for op in ops:
             x, y = bo.get(op, {}), ao.get(op, {})
+            xa = balone.get(op, {})
             ob, oa = x.get("overhead_in_process_p50_us"), y.get("overhead_in_process_p50_us")
-            alone_before = balone.get(op, {}).get("overhead_server_alone_p50_us",
-                                                  x.get("overhead_server_alone_p50_us"))
+            alone_before = xa.get("overhead_server_alone_p50_us", x.get("overhead_server_alone_p50_us"))
+            work_before = xa.get("server_work_p50_us", x.get("server_work_p50_us"))
+            canned = get(y, "canned", "p50_us")
+            echo = get(y, "echo", "p50_us")
+            rmcp = canned - echo if canned is not None and echo is not None else None
             w(f"| {op} | {us(get(x, 'floor', 'p50_us'))} | {us(get(y, 'floor', 'p50_us'))} | {us(ob)} | "
               f"**{us(oa)}** | {ratio(ob, oa)} | {us(alone_before)} | "
-              f"**{us(y.get('overhead_server_alone_p50_us'))}** | {us(x.get('overhead_stdio_p50_us'))} | {us(y.get('overhead_stdio_p50_us'))} |")
+              f"**{us(y.get('overhead_server_alone_p50_us'))}** | {us(work_before)} | "
+              f"**{us(y.get('server_work_p50_us'))}** | {us(rmcp)} | "
+              f"{us(x.get('overhead_stdio_p50_us'))} | {us(y.get('overhead_stdio_p50_us'))} |")
         w("")
 
     bp, ap = by(b.get("per_operation"), "op"), by(a.get("per_operation"), "op")

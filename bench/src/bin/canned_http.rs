@@ -1,0 +1,37 @@
+//! `canned-http FILE`: factory-mcp's own streamable-HTTP transport — the accept loop, the
+//! bearer check, rmcp's service configured as `serve --http` configures it — around a server
+//! whose every tool call is answered with one canned answer (`canned.rs`), on the same
+//! multi-threaded runtime. FILE holds `{"answer": CallToolResult, "tools": [Tool], "token":
+//! "..."}`, written by factory-bench from the real server's own answer and tool list. Prints
+//! `serving MCP at URL` on stderr. What the transport costs per call with no tool behind it.
+
+#[path = "../canned.rs"]
+mod canned;
+
+use anyhow::Context;
+use rmcp::model::{CallToolResult, Tool};
+use secrecy::SecretString;
+use tokio_util::sync::CancellationToken;
+
+#[derive(serde::Deserialize)]
+struct Spec {
+    answer: CallToolResult,
+    tools: Vec<Tool>,
+    token: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let path = std::env::args().nth(1).context("usage: canned-http FILE")?;
+    let spec: Spec = serde_json::from_slice(&std::fs::read(&path)?)?;
+    let server = canned::Canned::new(spec.answer, spec.tools);
+    let mut opts = factory_server::http::HttpOptions::loopback(0);
+    opts.auth_token = Some(SecretString::from(spec.token));
+    let listener = factory_server::http::bind(&opts).await?;
+    let addr = listener.local_addr()?;
+    let ct = CancellationToken::new();
+    let app = factory_server::http::router(move || server.clone(), &opts, ct.child_token());
+    eprintln!("canned-http: serving MCP at http://{addr}/mcp");
+    factory_server::http::serve(listener, app, &opts, ct).await?;
+    Ok(())
+}
