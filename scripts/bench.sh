@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one benchmark command (docs/BENCHMARKS.md). Not run by CI.
 #
-#   scripts/bench.sh            # the full run (~8 min of measuring on 2 cores; 2.3 GB of scratch writes, 1.1 GB at once)
+#   scripts/bench.sh            # the full run (~10 min of measuring on 2 cores; 2.3 GB of scratch writes, 1.1 GB at once)
 #   scripts/bench.sh --quick    # a smoke run: few samples, no 1 GiB fetch
 #   scripts/bench.sh --no-fetch # skip fetch_traces
 #   scripts/bench.sh --before REV  # also build REV and report before/after columns (REV's

@@ -428,7 +428,7 @@ where
                         .block_on(f())
                 })
                 .join()
-                .map_err(|_| anyhow::anyhow!("the measurement's thread panicked"))?
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     })
 }
@@ -790,6 +790,14 @@ impl Bench {
                 )
             })
             .unwrap_or_default();
+        if let SpinVia::Canned | SpinVia::Echo = via {
+            // No platform request is made: nothing to take a floor of.
+            println!(
+                "{name}: {} {tool_us:.1} µs/call (CPU here {tool_cpu:.1} µs) over {n} calls",
+                via.label()
+            );
+            return Ok(());
+        }
         // The floor as the report measures it (GETs only, statuses checked), its CPU over
         // every sample it took, warm-up included.
         let floor = self.floor(&floor_client()?, &reqs).await?;
@@ -1134,6 +1142,13 @@ impl Bench {
                 let (_, alone) = self
                     .http_level(&canned_url, &token, era, clients, &args, canned_pid)
                     .await?;
+                // CPU per call counts successful calls only: a failing baseline is no baseline.
+                if alone["errors"].as_u64() != Some(0) {
+                    bail!(
+                        "canned-http: {} failed calls at {clients} client(s)",
+                        alone["errors"]
+                    );
+                }
                 let ours = figures["server_cpu_us_per_call"]
                     .as_f64()
                     .unwrap_or(f64::NAN);

@@ -77,7 +77,8 @@ def main():
     if ops:
         w("## Server work per call, in process, above the HTTP floor\n")
         w("Server alone: the same in-process server spoken to by a hand-written JSON-RPC client instead of "
-          "rmcp's; its before is this driver built on the before tree's library (– where it did not build there).\n")
+          "rmcp's. The in-process columns before are this driver built on the before tree's library; where it "
+          "did not build there, the old driver's, taken on its own runtime (not comparable).\n")
         w("Server's work: server alone less what the pipe and client cost with no server (the echo), "
           "from drivers that measure it; rmcp canned: rmcp's server answering the real answer, canned, "
           "above the echo.\n")
@@ -86,13 +87,16 @@ def main():
         for op in ops:
             x, y = bo.get(op, {}), ao.get(op, {})
             xa = balone.get(op, {})
-            ob, oa = x.get("overhead_in_process_p50_us"), y.get("overhead_in_process_p50_us")
-            alone_before = xa.get("overhead_server_alone_p50_us", x.get("overhead_server_alone_p50_us"))
-            work_before = xa.get("server_work_p50_us", x.get("server_work_p50_us"))
+            # In-process figures before come from this driver built on the old library (the
+            # `alone` run) when there is one: the old driver measured on another runtime.
+            xs = xa or x
+            ob, oa = xs.get("overhead_in_process_p50_us"), y.get("overhead_in_process_p50_us")
+            alone_before = xs.get("overhead_server_alone_p50_us")
+            work_before = xs.get("server_work_p50_us")
             canned = get(y, "canned", "p50_us")
             echo = get(y, "echo", "p50_us")
             rmcp = canned - echo if canned is not None and echo is not None else None
-            w(f"| {op} | {us(get(x, 'floor', 'p50_us'))} | {us(get(y, 'floor', 'p50_us'))} | {us(ob)} | "
+            w(f"| {op} | {us(get(xs, 'floor', 'p50_us'))} | {us(get(y, 'floor', 'p50_us'))} | {us(ob)} | "
               f"**{us(oa)}** | {ratio(ob, oa)} | {us(alone_before)} | "
               f"**{us(y.get('overhead_server_alone_p50_us'))}** | {us(work_before)} | "
               f"**{us(y.get('server_work_p50_us'))}** | {us(rmcp)} | "

@@ -19,10 +19,14 @@ use tracing_subscriber::util::{SubscriberInitExt as _, TryInitError};
 /// The environment variable read first for the filter directives.
 pub const LOG_ENV: &str = "FACTORY_MCP_LOG";
 
-/// The default filter for a verbosity (number of `-v`): info, debug, trace.
+/// The default filter for a verbosity (number of `-v`): info, debug, trace. At info, rmcp's own
+/// lines are left out but for warnings and errors: it logs every session's and, in the
+/// stateless era, every request's start and end ("Service initialized as server" with the
+/// client's whole description, "input stream terminated", "serve finished"), which made three
+/// lines — formatted and redacted — per HTTP request. `FACTORY_MCP_LOG=info` brings them back.
 pub fn default_directive(verbosity: u8) -> &'static str {
     match verbosity {
-        0 => "info",
+        0 => "info,rmcp=warn",
         1 => "debug",
         _ => "trace",
     }
@@ -221,5 +225,31 @@ mod tests {
         let env = |k: &str| (k == "RUST_LOG").then(|| "debug".to_string());
         assert_eq!(env_filter(0, &env).to_string(), "debug");
         assert_eq!(env_filter(2, &|_| None).to_string(), "trace");
+    }
+
+    /// At the default level our own info lines are kept and rmcp's are not, but for its
+    /// warnings; `FACTORY_MCP_LOG=info` keeps them all.
+    #[test]
+    fn the_default_filter_leaves_out_rmcp_info_lines() {
+        let logged = |filter: EnvFilter| {
+            let capture = Capture::default();
+            let sub = subscriber(
+                filter,
+                Arc::new(Redactor::new(KnownSecrets::new())),
+                capture.clone(),
+            );
+            tracing::subscriber::with_default(sub, || {
+                tracing::info!(target: "rmcp::service", "Service initialized as server");
+                tracing::warn!(target: "rmcp::service", "a warning of rmcp");
+                tracing::info!(target: "factory_tools::server", "a line of ours");
+            });
+            capture.text()
+        };
+        let out = logged(env_filter(0, &|_| None));
+        assert!(!out.contains("Service initialized"), "{out}");
+        assert!(out.contains("a warning of rmcp"), "{out}");
+        assert!(out.contains("a line of ours"), "{out}");
+        let env = |k: &str| (k == "FACTORY_MCP_LOG").then(|| "info".to_string());
+        assert!(logged(env_filter(0, &env)).contains("Service initialized"));
     }
 }
