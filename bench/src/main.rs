@@ -224,7 +224,6 @@ impl SpinVia {
 }
 
 /// What `--spin` calls the tool through.
-#[derive(Clone, Copy)]
 enum Caller<'a> {
     Rmcp(&'a mcp::Client),
     Raw(&'a mcp::RawClient),
@@ -725,49 +724,30 @@ impl Bench {
         };
         let in_process;
         let raw_client;
-        let (client, reqs) = match (&child, via) {
-            (Some(c), _) => {
-                let client = Caller::Rmcp(&c.client);
-                (
-                    client,
-                    self.requests_of(|| client.call(op.tool, &op.args)).await?,
-                )
-            }
+        let client = match (&child, via) {
+            (Some(c), _) => Caller::Rmcp(&c.client),
             (None, SpinVia::Raw) => {
                 raw_client = mcp::RawClient::in_process(&self.base, &self.key, &ws, &home).await?;
-                let client = Caller::Raw(&raw_client);
-                (
-                    client,
-                    self.requests_of(|| client.call(op.tool, &op.args)).await?,
-                )
+                Caller::Raw(&raw_client)
             }
             (None, SpinVia::Canned | SpinVia::Echo) => {
-                // The real server's answer, taken once; the floor is that call's requests.
+                // The real server's answer, taken once.
                 let real = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
-                let mut answer = None;
-                let reqs = self
-                    .requests_of(|| async {
-                        answer = Some(mcp::call(&real, op.tool, &op.args).await?);
-                        Ok(())
-                    })
-                    .await?;
+                let answer = mcp::call(&real, op.tool, &op.args).await?;
                 real.cancel().await?;
-                let answer = answer.context("no answer taken")?;
                 raw_client = match via {
                     SpinVia::Echo => mcp::RawClient::echo(&answer).await?,
                     _ => mcp::RawClient::canned(answer).await?,
                 };
-                (Caller::Raw(&raw_client), reqs)
+                Caller::Raw(&raw_client)
             }
             (None, _) => {
                 in_process = mcp::in_process(&self.base, &self.key, &ws, &home).await?;
-                let client = Caller::Rmcp(&in_process);
-                (
-                    client,
-                    self.requests_of(|| client.call(op.tool, &op.args)).await?,
-                )
+                Caller::Rmcp(&in_process)
             }
         };
+        // The platform requests one call makes (none for an answer canned or echoed).
+        let reqs = self.requests_of(|| client.call(op.tool, &op.args)).await?;
         let secs = Duration::from_secs(self.args.spin_secs);
         let me = std::process::id();
         let server_pid = child.as_ref().map(|c| c.pid);
@@ -875,8 +855,8 @@ impl Bench {
             // it canned (no platform request, no tool), and no server at all (the answer echoed
             // over the pipe), so the server's own work can be read above the pipe and client.
             let answer = mcp::call(&client, op.tool, &op.args).await?;
-            let canned = mcp::RawClient::canned(answer.clone()).await?;
             let echo = mcp::RawClient::echo(&answer).await?;
+            let canned = mcp::RawClient::canned(answer).await?;
             // All five in turn, one call of each per round, so that the machine's slow spells
             // fall on them alike: rmcp's client, the raw one, the two baselines, the floor.
             let (tool, args) = (op.tool, &op.args);

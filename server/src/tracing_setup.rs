@@ -177,13 +177,14 @@ mod tests {
     const KEY: &str = "pit_TestKeyValue0123456789abcdef";
 
     fn run_logged(f: impl FnOnce()) -> String {
+        run_filtered(EnvFilter::new("trace"), f)
+    }
+
+    /// What `f` logs through the subscriber with `filter`, redacted (the platform key known).
+    fn run_filtered(filter: EnvFilter, f: impl FnOnce()) -> String {
         let known = KnownSecrets::new().with("PRIME_API_KEY", &SecretString::from(KEY));
         let capture = Capture::default();
-        let sub = subscriber(
-            EnvFilter::new("trace"),
-            Arc::new(Redactor::new(known)),
-            capture.clone(),
-        );
+        let sub = subscriber(filter, Arc::new(Redactor::new(known)), capture.clone());
         tracing::subscriber::with_default(sub, f);
         capture.text()
     }
@@ -232,18 +233,11 @@ mod tests {
     #[test]
     fn the_default_filter_leaves_out_rmcp_info_lines() {
         let logged = |filter: EnvFilter| {
-            let capture = Capture::default();
-            let sub = subscriber(
-                filter,
-                Arc::new(Redactor::new(KnownSecrets::new())),
-                capture.clone(),
-            );
-            tracing::subscriber::with_default(sub, || {
+            run_filtered(filter, || {
                 tracing::info!(target: "rmcp::service", "Service initialized as server");
                 tracing::warn!(target: "rmcp::service", "a warning of rmcp");
                 tracing::info!(target: "factory_tools::server", "a line of ours");
-            });
-            capture.text()
+            })
         };
         let out = logged(env_filter(0, &|_| None));
         assert!(!out.contains("Service initialized"), "{out}");
