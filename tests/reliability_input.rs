@@ -152,10 +152,16 @@ async fn hostile_tool_arguments_get_clear_errors() {
     let w = World::new().await;
     let run = w.create_run(0, "hostile", 10, None).await;
     w.advance(30);
-    let outside = w.workspace.path().parent().unwrap().join("escape-target");
-    std::fs::create_dir_all(&outside).unwrap();
+    // A directory beside the workspace, named uniquely and removed when the test ends (a
+    // panic included).
+    let outside_dir = tempfile::Builder::new()
+        .prefix("escape-target")
+        .tempdir_in(w.workspace.path().parent().unwrap())
+        .unwrap();
+    let outside = outside_dir.path();
+    let out_name = outside.file_name().unwrap().to_str().unwrap().to_owned();
     std::fs::write(outside.join("run.toml"), "max_steps = 1").unwrap();
-    std::os::unix::fs::symlink(&outside, w.workspace.path().join("link")).unwrap();
+    std::os::unix::fs::symlink(outside, w.workspace.path().join("link")).unwrap();
     let c = w.client(0, &[], Era::Modern).await;
 
     // Huge counts are refused with the allowed range or clamped; never allocated.
@@ -215,11 +221,11 @@ async fn hostile_tool_arguments_get_clear_errors() {
     }
     // Path traversal in config_path and dest_dir: refused, nothing written outside.
     for p in [
-        "../escape-target/run.toml",
-        "/etc/passwd",
-        "link/run.toml",
-        "a/../../escape-target/run.toml",
-        "run.toml\0.txt",
+        format!("../{out_name}/run.toml"),
+        "/etc/passwd".into(),
+        "link/run.toml".into(),
+        format!("a/../../{out_name}/run.toml"),
+        "run.toml\0.txt".into(),
     ] {
         let r = call(&c, "validate_config", json!({"config_path": p})).await;
         let t = text(&r);
@@ -230,11 +236,11 @@ async fn hostile_tool_arguments_get_clear_errors() {
         );
     }
     for d in [
-        "../escape-target",
-        "/tmp/elsewhere",
-        "link",
-        "link/deeper",
-        "a/../../escape-target",
+        format!("../{out_name}"),
+        "/tmp/elsewhere".into(),
+        "link".into(),
+        "link/deeper".into(),
+        format!("a/../../{out_name}"),
     ] {
         let r = call(
             &c,
@@ -246,7 +252,7 @@ async fn hostile_tool_arguments_get_clear_errors() {
         assert_eq!(r.is_error, Some(true), "dest_dir {d}: {t}");
         assert!(t.contains("dest_dir"), "dest_dir {d}: {t}");
     }
-    let escaped: Vec<_> = std::fs::read_dir(&outside)
+    let escaped: Vec<_> = std::fs::read_dir(outside)
         .unwrap()
         .flatten()
         .map(|e| e.file_name())

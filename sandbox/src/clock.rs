@@ -77,12 +77,37 @@ pub(crate) fn plus_secs(t: DateTime<Utc>, s: f64) -> DateTime<Utc> {
     t + chrono::Duration::milliseconds((s * 1000.0).round() as i64)
 }
 
-/// ISO-8601 with milliseconds and `Z`, as the platform writes datetimes.
+/// ISO-8601 with milliseconds and `Z`, as the platform writes datetimes
+/// (`%Y-%m-%dT%H:%M:%S%.3fZ`, written without reading a format string: a metrics answer
+/// writes one per record).
 pub(crate) fn iso(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// ISO-8601 with whole seconds and `Z`, as the traces service writes datetimes.
+/// ISO-8601 with whole seconds and `Z`, as the traces service writes datetimes
+/// (`%Y-%m-%dT%H:%M:%SZ`).
 pub(crate) fn iso_secs(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_writes_what_the_format_strings_write() {
+        // Every millisecond of a day, and a spread of days from 1970 to 2200 (leap years,
+        // month ends, zero and 999 milliseconds).
+        let start = DateTime::<Utc>::from_timestamp(1_790_000_000, 0).unwrap();
+        let day = (0..86_400_000i64)
+            .step_by(997)
+            .map(|ms| start + chrono::Duration::milliseconds(ms));
+        let years = (0..7_257_600_000_000i64)
+            .step_by(86_399_999)
+            .filter_map(DateTime::<Utc>::from_timestamp_millis);
+        for t in day.chain(years) {
+            assert_eq!(iso(t), t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
+            assert_eq!(iso_secs(t), t.format("%Y-%m-%dT%H:%M:%SZ").to_string());
+        }
+    }
 }

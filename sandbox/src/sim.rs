@@ -428,7 +428,7 @@ fn failure(run: &Run) -> Option<(String, FailureAnalysis)> {
 /// The import error of a broken source ref (invented).
 const IMPORT_ERROR: &str = "cannot import name 'compute_loss' from 'prime_rl.trainer.rl.loss' (/app/src/prime_rl/trainer/rl/loss.py)";
 
-fn opt_f64(v: Option<&Value>) -> Option<f64> {
+pub(crate) fn opt_f64(v: Option<&Value>) -> Option<f64> {
     v.and_then(Value::as_f64)
 }
 
@@ -1092,36 +1092,52 @@ fn ending_lines(book: &mut LogBook, cx: &LogCtx<'_>) {
 // ---- metrics, samples, distributions, usage ----------------------------------
 
 pub(crate) fn metrics_at(run: &Run, k: u32, max: u32) -> Value {
+    serde_json::to_value(metrics_row(run, k, max)).unwrap_or(Value::Null)
+}
+
+/// One step's metrics record, in the order its fields are sent (`timestamp`, when set, last):
+/// serialised, the JSON text of the record as a tree (numbers written by serde_json either
+/// way, a non-finite one as `null`).
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct MetricsRow {
+    step: u32,
+    loss: f64,
+    entropy: f64,
+    grad_norm: f64,
+    learning_rate: f64,
+    tokens_per_second: f64,
+    rollouts: u32,
+    #[serde(rename = "reward/mean", skip_serializing_if = "Option::is_none")]
+    reward_mean: Option<f64>,
+    #[serde(rename = "reward/std", skip_serializing_if = "Option::is_none")]
+    reward_std: Option<f64>,
+    #[serde(rename = "seq_len/mean", skip_serializing_if = "Option::is_none")]
+    seq_len_mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) timestamp: Option<String>,
+}
+
+/// [`metrics_at`]'s record, typed (the metrics answer writes hundreds of them).
+pub(crate) fn metrics_row(run: &Run, k: u32, max: u32) -> MetricsRow {
     let progress = f64::from(k) / f64::from(max.max(1));
     let noise = unit(&run.id, "metric", u64::from(k)) - 0.5;
     let lr = opt_f64(cfg(&run.config, &["trainer", "optim", "lr"]))
         .or_else(|| opt_f64(cfg(&run.config, &["optim", "lr"])))
         .unwrap_or(1e-5);
-    let mut m = json!({
-        "step": k,
-        "loss": round4(2.2 * (-1.8 * progress).exp() + 0.05 * noise + 0.1),
-        "entropy": round4(1.1 - 0.5 * progress + 0.03 * noise),
-        "grad_norm": round4(0.8 + 0.4 * unit(&run.id, "grad", u64::from(k))),
-        "learning_rate": lr,
-        "tokens_per_second": (4000.0 + 800.0 * unit(&run.id, "tps", u64::from(k))).round(),
-        "rollouts": 16,
-    });
-    if !run.sft
-        && let Some(o) = m.as_object_mut()
-    {
-        o.insert(
-            "reward/mean".into(),
-            json!(round4(
-                (0.15 + 0.7 * progress + 0.08 * noise).clamp(0.0, 1.0)
-            )),
-        );
-        o.insert("reward/std".into(), json!(round4(0.2 + 0.05 * noise)));
-        o.insert(
-            "seq_len/mean".into(),
-            json!((300.0 + 200.0 * progress).round()),
-        );
+    let rl = !run.sft;
+    MetricsRow {
+        step: k,
+        loss: round4(2.2 * (-1.8 * progress).exp() + 0.05 * noise + 0.1),
+        entropy: round4(1.1 - 0.5 * progress + 0.03 * noise),
+        grad_norm: round4(0.8 + 0.4 * unit(&run.id, "grad", u64::from(k))),
+        learning_rate: lr,
+        tokens_per_second: (4000.0 + 800.0 * unit(&run.id, "tps", u64::from(k))).round(),
+        rollouts: 16,
+        reward_mean: rl.then(|| round4((0.15 + 0.7 * progress + 0.08 * noise).clamp(0.0, 1.0))),
+        reward_std: rl.then(|| round4(0.2 + 0.05 * noise)),
+        seq_len_mean: rl.then(|| (300.0 + 200.0 * progress).round()),
+        timestamp: None,
     }
-    m
 }
 
 pub(crate) fn sample_steps(run: &Run, ph: &Phase) -> Vec<u32> {

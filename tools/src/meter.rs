@@ -109,7 +109,7 @@ impl CallOutcome {
     /// The outcome of a handler's result.
     pub fn of<O>(result: &ToolResult<O>) -> Self {
         match result {
-            Ok(Outcome::Done { .. }) => CallOutcome::Ok,
+            Ok(Outcome::Done { .. } | Outcome::Tree { .. }) => CallOutcome::Ok,
             Ok(Outcome::Response(_)) => CallOutcome::InputRequired,
             Err(e) => match e.kind {
                 ErrorKind::BadArgument => CallOutcome::BadArgument,

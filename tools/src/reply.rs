@@ -20,6 +20,12 @@ pub enum Outcome<O> {
         body: O,
         rest: Option<String>,
     },
+    /// [`Outcome::Done`] with its body already a JSON tree (see [`Outcome::tree`]).
+    Tree {
+        summary: String,
+        tree: Value,
+        rest: Option<String>,
+    },
     /// A protocol-level response built by the tool itself (the input-required round trip).
     Response(Box<CallToolResponse>),
 }
@@ -33,6 +39,17 @@ impl<O> Outcome<O> {
         }
     }
 
+    /// An answer whose body the tool built as a JSON tree itself, because it holds trees
+    /// already (records read from the platform): they are moved into the answer, not copied
+    /// by serialising them again. It is shaped, redacted and capped as [`Outcome::done`]'s.
+    pub fn tree(summary: impl Into<String>, tree: Value) -> Self {
+        Outcome::Tree {
+            summary: summary.into(),
+            tree,
+            rest: None,
+        }
+    }
+
     /// How to get this answer in parts — a cursor, a page, a narrower filter, or a file tool —
     /// should it be over the result cap: advice for this very call (the cursor it holds, the
     /// next page). Without it the cut answer gives the tool's advice from `budget`, or else the
@@ -42,6 +59,11 @@ impl<O> Outcome<O> {
             Outcome::Done { summary, body, .. } => Outcome::Done {
                 summary,
                 body,
+                rest: Some(how.into()),
+            },
+            Outcome::Tree { summary, tree, .. } => Outcome::Tree {
+                summary,
+                tree,
                 rest: Some(how.into()),
             },
             r @ Outcome::Response(_) => r,
@@ -83,10 +105,21 @@ fn success<O: Serialize>(
     redactor: &dyn Redact,
     results: ResultsPolicy,
 ) -> CallToolResult {
-    let mut value = match serde_json::to_value(body) {
-        Ok(v) => v,
-        Err(e) => return failure(&format!("internal error shaping the result: {e}"), redactor),
-    };
+    match serde_json::to_value(body) {
+        Ok(value) => success_tree(tool, summary, value, rest, redactor, results),
+        Err(e) => failure(&format!("internal error shaping the result: {e}"), redactor),
+    }
+}
+
+/// [`success`] for a body that is a JSON tree already.
+fn success_tree(
+    tool: &str,
+    summary: &str,
+    mut value: Value,
+    rest: Option<&str>,
+    redactor: &dyn Redact,
+    results: ResultsPolicy,
+) -> CallToolResult {
     redactor.redact_value(&mut value);
     let summary = redactor.redact_str(summary);
     // Compact: the text block repeats the structured result for clients that read only text.
@@ -173,6 +206,19 @@ pub fn answer<O: Serialize>(
             tool,
             &summary,
             &body,
+            rest.as_deref(),
+            redactor,
+            shaping.results_policy(),
+        )
+        .into(),
+        Ok(Outcome::Tree {
+            summary,
+            tree,
+            rest,
+        }) => success_tree(
+            tool,
+            &summary,
+            tree,
             rest.as_deref(),
             redactor,
             shaping.results_policy(),

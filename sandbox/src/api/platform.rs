@@ -977,25 +977,35 @@ async fn metrics(
         (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
     };
     with_run(&st, &headers, &id, |r, seed, now| {
-        let ph = phase(r, &seed.timings, now);
-        let total = sim::max_steps(r, &seed.timings);
-        let lo = min.unwrap_or(1).max(1);
-        let hi = max.unwrap_or(i64::from(ph.steps)).min(i64::from(ph.steps));
-        let mut out = Vec::new();
-        let mut k = lo;
-        while k <= hi && limit.is_none_or(|l| (out.len() as i64) < l) {
-            let mut m = sim::metrics_at(r, k as u32, total);
-            if let Some(o) = m.as_object_mut() {
-                o.insert(
-                    "timestamp".into(),
-                    json!(iso(sim::step_time(&ph, &seed.timings, k as u32))),
-                );
-            }
-            out.push(m);
-            k += 1;
-        }
-        ok(json!({"metrics": out}))
+        render_metrics(r, seed, now, (min, max, limit))
     })
+}
+
+/// The metrics answer: a record per step from `min_step` (default 1) to `max_step` (default
+/// the latest), the first `limit` of them.
+fn render_metrics(
+    r: &Run,
+    seed: &Seed,
+    now: DateTime<Utc>,
+    (min, max, limit): (Option<i64>, Option<i64>, Option<i64>),
+) -> Response {
+    let ph = phase(r, &seed.timings, now);
+    let total = sim::max_steps(r, &seed.timings);
+    let lo = min.unwrap_or(1).max(1);
+    let hi = max.unwrap_or(i64::from(ph.steps)).min(i64::from(ph.steps));
+    let mut out = Vec::new();
+    let mut k = lo;
+    while k <= hi && limit.is_none_or(|l| (out.len() as i64) < l) {
+        let mut m = sim::metrics_row(r, k as u32, total);
+        m.timestamp = Some(iso(sim::step_time(&ph, &seed.timings, k as u32)));
+        out.push(m);
+        k += 1;
+    }
+    #[derive(serde::Serialize)]
+    struct Answer {
+        metrics: Vec<sim::MetricsRow>,
+    }
+    ok(Answer { metrics: out })
 }
 
 async fn progress(State(st): S, headers: HeaderMap, Path(id): Path<String>) -> Response {
@@ -1299,8 +1309,9 @@ mod tests {
         )
     }
 
-    #[tokio::test]
-    async fn cached_log_answers_are_those_generated_afresh() {
+    /// A sandbox with three of Alice's runs: a long SFT run, an RL run with online eval and a
+    /// young RL run, on a manual clock.
+    fn three_runs() -> AppState {
         let mut seed = Seed::default();
         let alice = seed.users[0].id.clone();
         let config = |name: &str, steps: u32, eval: bool| {
@@ -1336,13 +1347,18 @@ mod tests {
             .unwrap()
             .with_timezone(&Utc);
         let world = crate::builder::seeded_world(seed, now).unwrap();
-        let st = AppState::new(
+        AppState::new(
             world,
             Clock::new(ClockMode::Manual, now),
             None,
             None,
             "http://sandbox".into(),
-        );
+        )
+    }
+
+    #[tokio::test]
+    async fn cached_log_answers_are_those_generated_afresh() {
+        let st = three_runs();
         let queries: Vec<Vec<(&str, &str)>> = vec![
             vec![],
             vec![("tail_lines", "5000")],
@@ -1402,5 +1418,106 @@ mod tests {
             }
         }
         assert!(seen > 25, "{seen}");
+    }
+
+    /// A step's record as the sandbox built it before [`sim::MetricsRow`]: a tree.
+    fn old_metrics_at(run: &Run, k: u32, max: u32) -> Value {
+        let progress = f64::from(k) / f64::from(max.max(1));
+        let noise = sim::unit(&run.id, "metric", u64::from(k)) - 0.5;
+        let lr = sim::opt_f64(sim::cfg(&run.config, &["trainer", "optim", "lr"]))
+            .or_else(|| sim::opt_f64(sim::cfg(&run.config, &["optim", "lr"])))
+            .unwrap_or(1e-5);
+        let round4 = |x: f64| (x * 10_000.0).round() / 10_000.0;
+        let mut m = json!({
+            "step": k,
+            "loss": round4(2.2 * (-1.8 * progress).exp() + 0.05 * noise + 0.1),
+            "entropy": round4(1.1 - 0.5 * progress + 0.03 * noise),
+            "grad_norm": round4(0.8 + 0.4 * sim::unit(&run.id, "grad", u64::from(k))),
+            "learning_rate": lr,
+            "tokens_per_second": (4000.0 + 800.0 * sim::unit(&run.id, "tps", u64::from(k))).round(),
+            "rollouts": 16,
+        });
+        if !run.sft
+            && let Some(o) = m.as_object_mut()
+        {
+            o.insert(
+                "reward/mean".into(),
+                json!(round4(
+                    (0.15 + 0.7 * progress + 0.08 * noise).clamp(0.0, 1.0)
+                )),
+            );
+            o.insert("reward/std".into(), json!(round4(0.2 + 0.05 * noise)));
+            o.insert(
+                "seq_len/mean".into(),
+                json!((300.0 + 200.0 * progress).round()),
+            );
+        }
+        m
+    }
+
+    /// The metrics answer as the sandbox wrote it before: a tree per record, the timestamp
+    /// inserted last, written with the `%Y-%m-%dT%H:%M:%S%.3fZ` format string.
+    fn old_render_metrics(
+        r: &Run,
+        seed: &Seed,
+        now: DateTime<Utc>,
+        (min, max, limit): (Option<i64>, Option<i64>, Option<i64>),
+    ) -> Response {
+        let ph = phase(r, &seed.timings, now);
+        let total = sim::max_steps(r, &seed.timings);
+        let lo = min.unwrap_or(1).max(1);
+        let hi = max.unwrap_or(i64::from(ph.steps)).min(i64::from(ph.steps));
+        let mut out = Vec::new();
+        let mut k = lo;
+        while k <= hi && limit.is_none_or(|l| (out.len() as i64) < l) {
+            let mut m = old_metrics_at(r, k as u32, total);
+            if let Some(o) = m.as_object_mut() {
+                let at = sim::step_time(&ph, &seed.timings, k as u32);
+                o.insert(
+                    "timestamp".into(),
+                    json!(at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()),
+                );
+            }
+            out.push(m);
+            k += 1;
+        }
+        ok(json!({"metrics": out}))
+    }
+
+    #[tokio::test]
+    async fn metrics_answers_are_those_built_as_trees() {
+        let st = three_runs();
+        // A learning rate from the config, in both places it is read from.
+        st.mutate(|w| {
+            w.run_mut("crl").unwrap().config["trainer"] = json!({"optim": {"lr": 3e-6}});
+            w.run_mut("cyoung").unwrap().config["optim"] = json!({"lr": 2});
+        });
+        let ranges = [
+            (None, None, None),
+            (Some(5), Some(40), None),
+            (Some(-3), None, Some(7)),
+            (None, Some(2), Some(0)),
+            (Some(100), Some(50), None),
+        ];
+        let mut records = 0;
+        for round in 0..3 {
+            for id in ["clong", "crl", "cyoung"] {
+                for range in ranges {
+                    let now = st.now();
+                    let (new, old) = st.with_world(|w| {
+                        let r = w.run(id).unwrap();
+                        (
+                            render_metrics(r, &w.seed, now, range),
+                            old_render_metrics(r, &w.seed, now, range),
+                        )
+                    });
+                    let (new, old) = (bytes(new).await, bytes(old).await);
+                    assert_eq!(new, old, "round {round} {id} {range:?}");
+                    records += old.2.windows(7).filter(|w| w == b"\"step\":").count();
+                }
+            }
+            st.clock.advance(std::time::Duration::from_secs(45));
+        }
+        assert!(records > 1000, "{records}");
     }
 }

@@ -30,6 +30,9 @@ const ASKED_ANSWER_BYTES: usize = 14_000;
 const TREND_POINTS: usize = 10;
 /// A fitted change smaller than this share of the values' mean magnitude is "flat".
 const FLAT_SHARE: f64 = 0.02;
+/// Series whose points get room up front in [`summarise`], and how many points at most.
+const ROOM_SERIES: usize = 64;
+const ROOM_POINTS: usize = 1024;
 /// Most metric names `names` may list.
 const MAX_NAMES: usize = 50;
 
@@ -164,7 +167,7 @@ fn trend(points: &[(f64, f64)]) -> (Option<&'static str>, Option<f64>) {
 /// metric is numeric in a record when its last occurrence there is a number, as in the record
 /// read as a JSON object.
 fn summarise<'a>(
-    records: impl Iterator<Item = Option<&'a RecordFields<'a>>>,
+    records: impl ExactSizeIterator<Item = Option<&'a RecordFields<'a>>>,
     names: Option<&[String]>,
 ) -> BTreeMap<String, MetricSummary> {
     /// A metric's points, and the record its last point came from.
@@ -178,6 +181,9 @@ fn summarise<'a>(
     // Records mostly list the same names in the same order: the series a field's position
     // held in the record before is tried before the name is hashed.
     let mut by_position: Vec<usize> = Vec::new();
+    // A metric has a point in most records: the first metrics' points are given room for one
+    // in each (up to a bound, so that a sparse or hostile answer cannot make this large).
+    let room = records.len().min(ROOM_POINTS);
     for (i, fields) in records.enumerate() {
         let Some(fields) = fields else { continue };
         let x = fields.step.map_or(i as f64, |s| s as f64);
@@ -189,7 +195,17 @@ fn summarise<'a>(
                 Some(&k) if series.get(k).is_some_and(|(n, _)| *n == name.as_ref()) => k,
                 _ => {
                     let k = *index.entry(name.as_ref()).or_insert_with(|| {
-                        series.push((name.as_ref(), Series::default()));
+                        series.push((
+                            name.as_ref(),
+                            Series {
+                                last_from: None,
+                                points: Vec::with_capacity(if series.len() < ROOM_SERIES {
+                                    room
+                                } else {
+                                    0
+                                }),
+                            },
+                        ));
                         series.len() - 1
                     });
                     if by_position.len() <= j {
@@ -391,19 +407,24 @@ pub(super) async fn get_metrics(
             .map(|e| format!("; {} row(s) written to {}", e.rows, e.path))
             .unwrap_or_default()
     );
-    Ok(Outcome::done(
-        summary_line,
-        MetricsOut {
-            run_id: args.run_id,
-            window,
-            summary,
-            metrics,
-            count,
-            truncated,
-            exported,
-            note: (!notes.is_empty()).then(|| notes.join(" ")),
-        },
-    ))
+    let out = MetricsOut {
+        run_id: args.run_id,
+        window,
+        summary,
+        metrics: Vec::new(),
+        count,
+        truncated,
+        exported,
+        note: (!notes.is_empty()).then(|| notes.join(" ")),
+    };
+    // The records are trees already: moved into the answer's tree, not copied by serialising
+    // them again.
+    let mut tree = serde_json::to_value(&out)
+        .map_err(|e| ToolError::new(format!("internal error shaping the result: {e}")))?;
+    if let Some(slot) = tree.get_mut("metrics") {
+        *slot = Value::Array(metrics);
+    }
+    Ok(Outcome::tree(summary_line, tree))
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
