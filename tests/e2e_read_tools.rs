@@ -96,6 +96,25 @@ async fn every_read_tool_answers_for_a_running_run_in_both_eras() {
 
         let metrics = ok(&call(&c, "get_metrics", json!({"run_id": run})).await);
         assert!(metrics["count"].as_u64().unwrap() > 0);
+        // The answer's fields in their declared order (its records are moved into its tree).
+        let keys: Vec<&str> = metrics
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys[..6],
+            [
+                "run_id",
+                "window",
+                "summary",
+                "metrics",
+                "count",
+                "truncated"
+            ],
+            "{metrics}"
+        );
         assert!(metrics["metrics"][0]["step"].is_number());
         // `limit` keeps the newest records.
         let newest = ok(&call(&c, "get_metrics", json!({"run_id": run, "limit": 2})).await);

@@ -400,6 +400,23 @@ async fn floor_once(http: &reqwest::Client, key: &str, urls: &[String]) -> anyho
     Ok(())
 }
 
+/// [`floor_once`] in the order list_runs makes its requests: the first (the caller's teams)
+/// alone, then the rest (each owner's runs) side by side, as `list_every_owner` reads them. The
+/// only operation of the bench with several requests is list_runs; one that ordered its
+/// requests otherwise would need its own order here.
+async fn floor_staged(http: &reqwest::Client, key: &str, urls: &[String]) -> anyhow::Result<()> {
+    let Some((first, rest)) = urls.split_first() else {
+        return Ok(());
+    };
+    floor_once(http, key, std::slice::from_ref(first)).await?;
+    futures::future::try_join_all(
+        rest.iter()
+            .map(|u| floor_once(http, key, std::slice::from_ref(u))),
+    )
+    .await?;
+    Ok(())
+}
+
 /// The floor's HTTP client: pooled, as every platform client is.
 fn floor_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
@@ -820,9 +837,13 @@ impl Bench {
              The servers, the clients and the floor's client run on a runtime of one thread, as `serve` over stdio \
              does (the sandbox answers from the driver's own runtime, as a platform would from elsewhere). \
              All five (in process, raw client, canned, echo, floor) are sampled in turn, one call of each per round. \
-             Stdio: the release binary as a child process (adds two pipe hops and a process switch each way). Medians.\n\n\
-             | operation | platform requests | HTTP floor | overhead, in process | overhead, server alone | echo | canned | **server's work** | overhead, stdio |\n\
-             |---|---|---|---|---|---|---|---|---|\n{}\n",
+             In the tool's order: for an operation that makes several platform requests, the server's work above a \
+             floor that makes them as the tool does (list_runs: the caller's teams, then every owner's runs side by \
+             side), sampled in turn with the rest; the floor that makes them one after another can take longer than \
+             the whole tool call. Stdio: the release binary as a child process (adds two pipe hops and a process switch each way). \
+             Medians.\n\n\
+             | operation | platform requests | HTTP floor | overhead, in process | overhead, server alone | echo | canned | **server's work** | server's work, requests in the tool's order | overhead, stdio |\n\
+             |---|---|---|---|---|---|---|---|---|---|\n{}\n",
             rows.join("\n")
         ));
         self.results.insert("overhead".into(), Value::Array(js));
@@ -860,7 +881,11 @@ impl Bench {
             // All five in turn, one call of each per round, so that the machine's slow spells
             // fall on them alike: rmcp's client, the raw one, the two baselines, the floor.
             let (tool, args) = (op.tool, &op.args);
-            let [d_inproc, d_alone, d_canned, d_echo, d_floor] = sample_in_turn(
+            // With several requests, also the floor in the order the tool makes them, side by
+            // side where it overlaps them (sampled in turn with the rest; with one request it is
+            // the floor).
+            let several = urls.len() > 1;
+            let [d_inproc, d_alone, d_canned, d_echo, d_floor, d_staged] = sample_in_turn(
                 self.budgets.tool,
                 [
                     Box::new(|| {
@@ -870,16 +895,25 @@ impl Bench {
                     Box::new(|| Box::pin(canned.call(tool, args))),
                     Box::new(|| Box::pin(echo.call(tool, args))),
                     Box::new(|| Box::pin(floor_once(&http, &self.key, &urls))),
+                    Box::new(|| {
+                        Box::pin(async {
+                            match several {
+                                true => floor_staged(&http, &self.key, &urls).await,
+                                false => Ok(()),
+                            }
+                        })
+                    }),
                 ],
             )
             .await?;
-            let [inproc, alone, canned, echo, floor] =
-                [d_inproc, d_alone, d_canned, d_echo, d_floor].map(|d| Summary::of(&d));
+            let [inproc, alone, canned, echo, floor, staged] =
+                [d_inproc, d_alone, d_canned, d_echo, d_floor, d_staged].map(|d| Summary::of(&d));
             // The server's own work: above the platform's round trip and above what the pipe
             // and this client cost with no server at all.
             let own = alone.p50_us - floor.p50_us - echo.p50_us;
+            let own_staged = several.then_some(alone.p50_us - staged.p50_us - echo.p50_us);
             rows.push(format!(
-                "| {} | {} | {} | {} | {} | {} | {} | **{}** | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | **{}** | {} | {} |",
                 f.name,
                 f.requests.len(),
                 fmt_us(floor.p50_us),
@@ -888,6 +922,10 @@ impl Bench {
                 fmt_us(echo.p50_us),
                 fmt_us(canned.p50_us),
                 fmt_us(own),
+                own_staged.map_or_else(
+                    || "–".to_string(),
+                    |o| format!("{} (floor {})", fmt_us(o), fmt_us(staged.p50_us))
+                ),
                 fmt_us(f.tool.p50_us - f.floor.p50_us),
             ));
             js.push(json!({
@@ -897,6 +935,8 @@ impl Bench {
                 "overhead_server_alone_p50_us": alone.p50_us - floor.p50_us,
                 "echo": echo.json(), "canned": canned.json(),
                 "server_work_p50_us": own,
+                "floor_tool_order": several.then(|| staged.json()),
+                "server_work_tool_order_p50_us": own_staged,
                 "tool_stdio_p50_us": f.tool.p50_us, "overhead_stdio_p50_us": f.tool.p50_us - f.floor.p50_us,
             }));
         }

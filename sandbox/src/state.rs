@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use crate::clock::Clock;
 use crate::faults::{Faults, Holds};
-use crate::logcache::LogCache;
+use crate::logcache::{LogCache, MetricsCache};
 use crate::s3_store::S3State;
 use crate::world::World;
 
@@ -31,6 +31,8 @@ pub(crate) struct AppState {
     pub(crate) s3: S3State,
     /// Generated log lines per run (the sandbox's own cost, kept out of the floor).
     pub(crate) logs: LogCache,
+    /// Metrics answers kept whole.
+    pub(crate) metrics: MetricsCache,
     state_file: Option<PathBuf>,
     pub(crate) token_value: Option<String>,
     pub(crate) base_url: String,
@@ -52,6 +54,7 @@ impl AppState {
             requests: Mutex::new(Vec::new()),
             s3: S3State::default(),
             logs: LogCache::default(),
+            metrics: MetricsCache::default(),
             state_file,
             token_value,
             base_url,

@@ -417,14 +417,16 @@ pub(super) async fn get_metrics(
         exported,
         note: (!notes.is_empty()).then(|| notes.join(" ")),
     };
-    // The records are trees already: moved into the answer's tree, not copied by serialising
-    // them again.
-    let mut tree = serde_json::to_value(&out)
-        .map_err(|e| ToolError::new(format!("internal error shaping the result: {e}")))?;
-    if let Some(slot) = tree.get_mut("metrics") {
-        *slot = Value::Array(metrics);
+    // The records are trees already: moved into the answer's tree (into the place its empty
+    // list holds), not copied by serialising them again. Should the rest not make a tree, the
+    // answer is shaped from the body as any other, and fails there as any other would.
+    match serde_json::to_value(&out) {
+        Ok(mut tree) => {
+            tree["metrics"] = Value::Array(metrics);
+            Ok(Outcome::tree(summary_line, tree))
+        }
+        Err(_) => Ok(Outcome::done(summary_line, MetricsOut { metrics, ..out })),
     }
-    Ok(Outcome::tree(summary_line, tree))
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
