@@ -401,9 +401,11 @@ async fn floor_once(http: &reqwest::Client, key: &str, urls: &[String]) -> anyho
 }
 
 /// [`floor_once`] in the order list_runs makes its requests: the first (the caller's teams)
-/// alone, then the rest (each owner's runs) side by side, as `list_every_owner` reads them. The
-/// only operation of the bench with several requests is list_runs; one that ordered its
-/// requests otherwise would need its own order here.
+/// alone, then the rest (each owner's runs) side by side, as `list_every_owner` reads them
+/// when every owner's runs fit one page and there are at most `OWNERS_AT_ONCE` (4) owners, as
+/// in the bench's world. With more, the tool waits longer than this floor, and its work above
+/// it is overstated. The only operation of the bench with several requests is list_runs; one
+/// that ordered its requests otherwise would need its own order here.
 async fn floor_staged(http: &reqwest::Client, key: &str, urls: &[String]) -> anyhow::Result<()> {
     let Some((first, rest)) = urls.split_first() else {
         return Ok(());
@@ -836,7 +838,7 @@ impl Bench {
              with no tool and no platform request. **Server's work**: server alone above the floor, less the echo. \
              The servers, the clients and the floor's client run on a runtime of one thread, as `serve` over stdio \
              does (the sandbox answers from the driver's own runtime, as a platform would from elsewhere). \
-             All five (in process, raw client, canned, echo, floor) are sampled in turn, one call of each per round. \
+             All six (in process, raw client, canned, echo, the floor and the floor in the tool's order) are sampled in turn, one call of each per round. \
              In the tool's order: for an operation that makes several platform requests, the server's work above a \
              floor that makes them as the tool does (list_runs: the caller's teams, then every owner's runs side by \
              side), sampled in turn with the rest; the floor that makes them one after another can take longer than \
@@ -878,8 +880,8 @@ impl Bench {
             let answer = mcp::call(&client, op.tool, &op.args).await?;
             let echo = mcp::RawClient::echo(&answer).await?;
             let canned = mcp::RawClient::canned(answer).await?;
-            // All five in turn, one call of each per round, so that the machine's slow spells
-            // fall on them alike: rmcp's client, the raw one, the two baselines, the floor.
+            // All six in turn, one call of each per round, so that the machine's slow spells
+            // fall on them alike: rmcp's client, the raw one, the two baselines, the floors.
             let (tool, args) = (op.tool, &op.args);
             // With several requests, also the floor in the order the tool makes them, side by
             // side where it overlaps them (sampled in turn with the rest; with one request it is

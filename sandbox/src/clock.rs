@@ -96,8 +96,8 @@ mod tests {
 
     #[test]
     fn iso_writes_what_the_format_strings_write() {
-        // Every 997th millisecond of a day (so every millisecond of a second, 0 to 999), and a
-        // day's worth of steps through 1970 to 2200 (leap years, month ends).
+        // Every 997th millisecond of a day (so every millisecond of a second, 0 to 999), and
+        // steps of a day less a millisecond through 1970 to 2200 (leap years, month ends).
         let start = DateTime::<Utc>::from_timestamp(1_790_000_000, 0).unwrap();
         let day = (0..86_400_000i64)
             .step_by(997)

@@ -123,6 +123,7 @@ impl LogCache {
 /// The cache changes no answer: a metrics answer is a pure function of the run, the timings,
 /// the run's [`Phase`] (the simulated instant enters only through it) and the request's step
 /// range and limit, so an answer is reused only when all of them are equal to the request's.
+/// Answers over 8 MiB are not kept.
 #[derive(Default)]
 pub(crate) struct MetricsCache {
     entries: Mutex<Vec<MetricsEntry>>,
@@ -139,8 +140,9 @@ struct MetricsEntry {
     body: Bytes,
 }
 
-/// Metrics answers kept (the oldest is dropped first).
+/// Metrics answers kept (the least recently used is dropped first), and the largest kept.
 const METRICS_BODIES: usize = 16;
+const METRICS_BODY_BYTES: usize = 8 << 20;
 
 impl MetricsCache {
     /// The answer kept for these inputs, if any.
@@ -151,17 +153,19 @@ impl MetricsCache {
         phase: &Phase,
         range: StepRange,
     ) -> Option<Bytes> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries
-            .iter()
-            .find(|e| {
-                e.range == range
-                    && e.run.id == run.id
-                    && e.phase == *phase
-                    && e.timings == *timings
-                    && e.run == *run
-            })
-            .map(|e| e.body.clone())
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let at = entries.iter().position(|e| {
+            e.range == range
+                && e.run.id == run.id
+                && e.phase == *phase
+                && e.timings == *timings
+                && e.run == *run
+        })?;
+        // The most recently used last.
+        let entry = entries.remove(at);
+        let body = entry.body.clone();
+        entries.push(entry);
+        Some(body)
     }
 
     /// Keeps the answer made from these inputs, in place of any other of the same run and range.
@@ -173,6 +177,9 @@ impl MetricsCache {
         range: StepRange,
         body: Bytes,
     ) {
+        if body.len() > METRICS_BODY_BYTES {
+            return;
+        }
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.retain(|e| !(e.run.id == run.id && e.range == range));
         if entries.len() >= METRICS_BODIES {

@@ -1516,15 +1516,21 @@ mod tests {
             for id in ["clong", "crl", "cyoung"] {
                 for range in ranges {
                     let now = st.now();
-                    // Twice: the second answer is the one kept.
-                    let (first, again, old) = st.with_world(|w| {
+                    // Twice: the second answer is always the kept one (the first is kept or,
+                    // when nothing it is made from changed, was kept before).
+                    let (first, kept, again, old) = st.with_world(|w| {
                         let r = w.run(id).unwrap();
+                        let first = render_metrics(&st, r, &w.seed, now, range);
+                        let ph = phase(r, &w.seed.timings, now);
+                        let kept = st.metrics.body(r, &w.seed.timings, &ph, range).is_some();
                         (
-                            render_metrics(&st, r, &w.seed, now, range),
+                            first,
+                            kept,
                             render_metrics(&st, r, &w.seed, now, range),
                             old_render_metrics(r, &w.seed, now, range),
                         )
                     });
+                    assert!(kept, "round {round} {id} {range:?}: not kept");
                     let old = bytes(old).await;
                     for new in [first, again] {
                         assert_eq!(bytes(new).await, old, "round {round} {id} {range:?}");
@@ -1534,16 +1540,38 @@ mod tests {
             }
             match round {
                 // The clock moves: active runs have more steps.
-                0 => st.clock.advance(std::time::Duration::from_secs(45)),
-                // A run is stopped, then restarted.
+                0 => {}
+                // A run is stopped, then restarted (the clock moves after each); a finished
+                // run's config changes, which its phase does not show.
                 1 => st.mutate(|w| w.run_mut("crl").unwrap().stopped_at = Some(st.now())),
                 _ => st.mutate(|w| {
                     let r = w.run_mut("crl").unwrap();
                     r.stopped_at = None;
                     r.restarts.push(st.now());
+                    w.run_mut("clong").unwrap().config["optim"] = json!({"lr": round});
                 }),
             }
+            st.clock.advance(std::time::Duration::from_secs(45));
         }
         assert!(records > 1000, "{records}");
+        // Past 16 answers, the least recently used is dropped; every answer stays right.
+        let now = st.now();
+        st.with_world(|w| {
+            let r = w.run("clong").unwrap();
+            let ph = phase(r, &w.seed.timings, now);
+            let one = |k: i64| (Some(k), Some(k), None);
+            for k in 0..17 {
+                render_metrics(&st, r, &w.seed, now, one(k));
+                if k == 8 {
+                    // Used again: now the most recent.
+                    assert!(st.metrics.body(r, &w.seed.timings, &ph, one(0)).is_some());
+                }
+            }
+            let kept = |k| st.metrics.body(r, &w.seed.timings, &ph, one(k)).is_some();
+            assert!(
+                kept(0) && kept(16) && !kept(1),
+                "least recently used dropped"
+            );
+        });
     }
 }
