@@ -295,3 +295,66 @@ async fn plan_run_warns_about_a_local_path_in_a_taskset_argument() {
     );
     c.cancel().await.unwrap();
 }
+
+/// Every owner's runs merged newest first, a later page, with pages asked of each owner only as
+/// large as the page shown needs: an owner's newest `(page - 1) * limit + limit` runs are all
+/// that page can hold of them. A status filter still reads pages of 100.
+#[tokio::test]
+async fn a_later_page_across_owners_reads_each_owner_newest_runs_only() {
+    let w = World::new().await;
+    let mut made: Vec<String> = Vec::new();
+    // Nine runs, one second apart, spread over the three owners out of turn.
+    for (i, team) in [
+        None,
+        Some(TEAM_BETA_ID),
+        None,
+        Some(TEAM_ALPHA_ID),
+        Some(TEAM_BETA_ID),
+        None,
+        None,
+        Some(TEAM_ALPHA_ID),
+        Some(TEAM_BETA_ID),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let user = if team == Some(TEAM_BETA_ID) && i % 2 == 0 {
+            BOB
+        } else {
+            ALICE
+        };
+        made.push(w.create_run(user, &format!("spread-{i}"), 1000, team).await);
+        w.advance(1);
+    }
+    let newest_first: Vec<String> = made.iter().rev().cloned().collect();
+    let c = w.client(ALICE, &[], Era::Modern).await;
+    let before = w.sandbox.request_log().len();
+    let page2 = ok(&call(&c, "list_runs", json!({"page": 2, "limit": 3})).await);
+    assert_eq!(ids(&page2), newest_first[3..6].to_vec(), "{page2}");
+    assert_eq!(page2["total"], 9, "{page2}");
+    assert_eq!(page2["total_pages"], 3, "{page2}");
+    let lists: Vec<String> = w.sandbox.request_log()[before..]
+        .iter()
+        .filter(|r| r.path == "/api/v1/rft/runs")
+        .map(|r| r.query.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(lists.len(), 3, "one request per owner: {lists:?}");
+    for q in &lists {
+        assert!(q.contains("page=1") && q.contains("limit=6"), "{lists:?}");
+    }
+    let last = ok(&call(&c, "list_runs", json!({"page": 3, "limit": 4})).await);
+    assert_eq!(ids(&last), newest_first[8..].to_vec(), "{last}");
+
+    // Filtered, the pages are of 100 (the matches may be anywhere in an owner's list).
+    let before = w.sandbox.request_log().len();
+    ok(&call(&c, "list_runs", json!({"status": "QUEUED", "limit": 2})).await);
+    for r in &w.sandbox.request_log()[before..] {
+        if r.path == "/api/v1/rft/runs" {
+            assert!(
+                r.query.as_deref().unwrap_or("").contains("limit=100"),
+                "{r:?}"
+            );
+        }
+    }
+    c.cancel().await.unwrap();
+}

@@ -419,7 +419,7 @@ impl Http {
         }
         if status != StatusCode::NO_CONTENT
             && bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-            && let Ok(t) = serde_json::from_slice::<T>(&bytes)
+            && let Ok(t) = read_json::<T>(&bytes)
         {
             return Ok(t);
         }
@@ -527,6 +527,16 @@ impl Http {
                 code,
             },
         }
+    }
+}
+
+/// `bytes` read as JSON into `T`: the body checked as UTF-8 once, then read as text (serde_json
+/// reads a text's strings without checking each again), which is what reading the bytes gives
+/// wherever they are UTF-8; bytes that are not are read as bytes, so the result is the same.
+fn read_json<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
     }
 }
 
@@ -726,6 +736,43 @@ pub(crate) fn serialize_opt_secret<S: serde::Serializer>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reading a body as text after one UTF-8 check gives what reading its bytes gives: the
+    /// same value, or a failure where that fails; bytes that are not UTF-8 (here in a skipped
+    /// field, which a read of the bytes never checks) are read as bytes.
+    #[test]
+    fn a_body_read_as_text_reads_as_its_bytes_do() {
+        use crate::wire::runs::{RlRun, RunHead, RunPage};
+        let run = r#"{"id": "r\u00e9", "userId": "u", "status": "RUNNING", "createdAt": "c",
+            "updatedAt": "u", "name": "n\"\\ é 日本 😀", "runConfig": {"a": [1, 2.5, null]}}"#;
+        let bodies: Vec<Vec<u8>> = vec![
+            format!(r#"{{"runs": [{run}], "total": 1}}"#).into_bytes(),
+            br#"{"runs": [{"id": "r"}]}"#.to_vec(),
+            br#"{"runs": null, "total": 1e400}"#.to_vec(),
+            b"{\"runs\": [], \"total\": 1,}".to_vec(),
+            b"{\"runs\": [], \"x\": \"\xff\xfe\"}".to_vec(),
+            b"{\"runs\": [{\"id\": \"\xc3\", \"userId\": \"u\", \"status\": \"s\", \"createdAt\": \"c\", \"updatedAt\": \"u\"}]}".to_vec(),
+        ];
+        for body in &bodies {
+            let shown = String::from_utf8_lossy(body);
+            let text = read_json::<RunPage<RunHead>>(body);
+            let bytes = serde_json::from_slice::<RunPage<RunHead>>(body);
+            assert_eq!(
+                text.as_ref().map_err(ToString::to_string),
+                bytes.as_ref().map_err(ToString::to_string),
+                "{shown}"
+            );
+            let whole = read_json::<RunPage<RlRun>>(body).map_err(|e| e.to_string());
+            assert_eq!(
+                whole,
+                serde_json::from_slice::<RunPage<RlRun>>(body).map_err(|e| e.to_string()),
+                "{shown}"
+            );
+        }
+        // The skipped field's bytes are not UTF-8, and the page still reads, as before.
+        assert!(read_json::<RunPage<RunHead>>(&bodies[4]).is_ok());
+        assert!(read_json::<RunPage<RunHead>>(&bodies[0]).is_ok());
+    }
 
     /// A streamed download whose error answer stalls after its headers is answered by the
     /// call's timeout, with the status it had, instead of waiting for the rest of the body.

@@ -27,7 +27,7 @@ pub use error::{FieldError, PlatformError};
 pub use http::{TEAM_HEADER, USER_AGENT};
 pub use runs::{
     DistributionsQuery, ListRunsQuery, LogComponent, LogsQuery, MetricsQuery, PrepareOutcome,
-    RunScan, SamplesQuery,
+    RunScan, SCAN_PAGE, SamplesQuery,
 };
 pub use settings::{ActiveTeam, PlatformSettings, RetryPolicy, SettingSource, Timeouts};
 pub use traces::{EpisodesQuery, TraceRunsQuery, TraceSort, TracesClient, TracesQuery};

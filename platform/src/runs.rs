@@ -14,9 +14,9 @@ use crate::error::PlatformError;
 use crate::http::{Call, Service, decode, segment};
 use crate::wire::runs::{
     CheckpointsResponse, CreateRunRequest, CreateRunResponse, DistributionsResponse,
-    EnvServersResponse, LogsBody, LogsResponse, MetricsResponse, PauseRunResponse, PrepareRequest,
-    PrepareResponse, ProgressResponse, ResumeRunRequest, RlRun, RunEnvelope, RunPage, RunUsage,
-    SamplesResponse,
+    EnvServersResponse, ListedRun, LogsBody, LogsResponse, MetricsResponse, PauseRunResponse,
+    PrepareRequest, PrepareResponse, ProgressResponse, ResumeRunRequest, RlRun, RunEnvelope,
+    RunPage, RunUsage, SamplesResponse,
 };
 
 /// Substrings (case-insensitive) of a logs 404 that mean "the run has not started yet" (§5.6).
@@ -47,13 +47,13 @@ pub enum PrepareOutcome {
 }
 
 /// Page size of [`PlatformClient::scan_runs`] (the API's largest).
-const SCAN_PAGE: u32 = 100;
+pub const SCAN_PAGE: u32 = 100;
 
 /// What [`PlatformClient::scan_runs`] read.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunScan {
+pub struct RunScan<R = RlRun> {
     /// The runs read, newest first.
-    pub runs: Vec<RlRun>,
+    pub runs: Vec<R>,
     /// The platform's count of all the owner's runs, when it gave one.
     pub total: Option<u64>,
     /// The page limit stopped the scan before the last page (older runs not read).
@@ -353,6 +353,15 @@ impl PlatformClient {
     /// client filters `mine` on the configured user id, sorts by `createdAt` descending and
     /// slices the page locally.
     pub async fn list_runs(&self, query: &ListRunsQuery) -> Result<RunPage, PlatformError> {
+        self.list_runs_as(query).await
+    }
+
+    /// [`PlatformClient::list_runs`], each run read as `R`: [`crate::wire::runs::RunHead`] reads only what a list
+    /// shows.
+    pub async fn list_runs_as<R: ListedRun>(
+        &self,
+        query: &ListRunsQuery,
+    ) -> Result<RunPage<R>, PlatformError> {
         if query.page == 0 || query.limit == 0 {
             return Err(invalid("page and limit must be at least 1"));
         }
@@ -361,7 +370,7 @@ impl PlatformClient {
             .query("limit", query.limit)
             .query_opt("team_id", self.team_for(&query.team))
             .query_opt("mine", query.mine.then_some("true"));
-        let page: RunPage = self.http.json(call).await?;
+        let page: RunPage<R> = self.http.json(call).await?;
         if page.total.is_some() {
             return Ok(page);
         }
@@ -375,21 +384,36 @@ impl PlatformClient {
         team: &TeamScope,
         mine: bool,
         max_pages: u32,
-        mut enough: impl FnMut(&[RlRun]) -> bool,
+        enough: impl FnMut(&[RlRun]) -> bool,
     ) -> Result<RunScan, PlatformError> {
+        self.scan_runs_as(team, mine, SCAN_PAGE, max_pages, enough)
+            .await
+    }
+
+    /// [`PlatformClient::scan_runs`] in pages of `page_size` (1 to 100; a caller that needs
+    /// only the newest n asks for pages of n), each run read as `R`.
+    pub async fn scan_runs_as<R: ListedRun>(
+        &self,
+        team: &TeamScope,
+        mine: bool,
+        page_size: u32,
+        max_pages: u32,
+        mut enough: impl FnMut(&[R]) -> bool,
+    ) -> Result<RunScan<R>, PlatformError> {
+        let page_size = page_size.clamp(1, SCAN_PAGE);
         let mut runs = Vec::new();
         let mut total = None;
         for page in 1..=max_pages.max(1) {
             let p = self
-                .list_runs(&ListRunsQuery {
+                .list_runs_as::<R>(&ListRunsQuery {
                     page,
-                    limit: SCAN_PAGE,
+                    limit: page_size,
                     team: team.clone(),
                     mine,
                 })
                 .await?;
             total = p.total.or(total);
-            let last = p.runs.len() < SCAN_PAGE as usize
+            let last = p.runs.len() < page_size as usize
                 || p.total_pages.is_some_and(|tp| u64::from(page) >= tp);
             runs.extend(p.runs);
             if last || enough(&runs) {
@@ -407,11 +431,11 @@ impl PlatformClient {
         })
     }
 
-    fn page_locally(
+    fn page_locally<R: ListedRun>(
         &self,
-        mut runs: Vec<RlRun>,
+        mut runs: Vec<R>,
         query: &ListRunsQuery,
-    ) -> Result<RunPage, PlatformError> {
+    ) -> Result<RunPage<R>, PlatformError> {
         if query.mine {
             let user = self.settings().user_id.as_deref().ok_or_else(|| {
                 invalid(
@@ -419,7 +443,7 @@ impl PlatformClient {
                      (set PRIME_USER_ID or run 'prime whoami' once)",
                 )
             })?;
-            runs.retain(|r| r.user_id == user);
+            runs.retain(|r| r.user_id() == user);
         }
         runs.sort_by_key(|r| std::cmp::Reverse(r.created_at_utc()));
         let total = runs.len() as u64;

@@ -283,7 +283,7 @@ impl RlRun {
 
     /// `createdAt` parsed (UTC), when parseable.
     pub fn created_at_utc(&self) -> Option<chrono::DateTime<chrono::Utc>> {
-        super::parse_wire_datetime(&self.created_at)
+        ListedRun::created_at_utc(self)
     }
 
     /// The run object in its wire shape (camelCase), unknown fields included.
@@ -349,12 +349,107 @@ pub fn is_terminal_status(status: &str) -> bool {
     RunStatus::parse(status).is_terminal()
 }
 
-/// `GET /rft/runs` → `{"runs": [...], "total", "page", "limit", "total_pages"}`.
+/// A run as a page of `GET /rft/runs` holds it, read whole ([`RlRun`]) or only as far as a
+/// list shows it ([`RunHead`]).
+pub trait ListedRun: serde::de::DeserializeOwned {
+    /// Run id.
+    fn id(&self) -> &str;
+    /// Owner.
+    fn user_id(&self) -> &str;
+    /// Creation time, as sent.
+    fn created_at(&self) -> &str;
+    /// `createdAt` parsed (UTC), when parseable.
+    fn created_at_utc(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        super::parse_wire_datetime(self.created_at())
+    }
+}
+
+impl ListedRun for RlRun {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn user_id(&self) -> &str {
+        &self.user_id
+    }
+    fn created_at(&self) -> &str {
+        &self.created_at
+    }
+}
+
+/// The fields of a run a list shows, read from an `RLRun` without the rest: its configs,
+/// environments and unknown fields are skipped unread (no tree is built for them), so a page
+/// costs a fraction of a page of [`RlRun`]s. The fields it reads, and the required ones, are
+/// those of [`RlRun`] and read as it reads them; a field it skips cannot fail its read (an
+/// ill-typed `learningRate` fails an [`RlRun`], not a [`RunHead`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunHead {
+    /// Run id.
+    pub id: String,
+    /// Owner.
+    pub user_id: String,
+    /// Status, as sent.
+    pub status: String,
+    /// Creation time, as sent.
+    pub created_at: String,
+    /// Last update, as sent.
+    pub updated_at: String,
+    /// Run name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Owning team.
+    #[serde(default)]
+    pub team_id: Option<String>,
+    /// `SHARED_RFT_HOSTED` | `DEDICATED_FULL_FT` | `EXTERNAL`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Base model.
+    #[serde(default)]
+    pub base_model: Option<String>,
+    /// Maximum steps.
+    #[serde(default)]
+    pub max_steps: Option<i64>,
+    /// GPU count.
+    #[serde(default)]
+    pub gpu_count: Option<i64>,
+    /// Start time, as sent.
+    #[serde(default)]
+    pub started_at: Option<String>,
+    /// Completion time, as sent.
+    #[serde(default)]
+    pub completed_at: Option<String>,
+    /// Error message of a failed run.
+    #[serde(default)]
+    pub error_message: Option<String>,
+}
+
+impl RunHead {
+    /// The status, typed (an unknown one is kept as [`RunStatus::Other`]).
+    pub fn run_status(&self) -> RunStatus {
+        RunStatus::parse(&self.status)
+    }
+}
+
+impl ListedRun for RunHead {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn user_id(&self) -> &str {
+        &self.user_id
+    }
+    fn created_at(&self) -> &str {
+        &self.created_at
+    }
+}
+
+/// `GET /rft/runs` → `{"runs": [...], "total", "page", "limit", "total_pages"}`, its runs read
+/// whole ([`RlRun`], the default) or as a list shows them ([`RunHead`]).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct RunPage {
+#[serde(bound(deserialize = "R: Deserialize<'de>", serialize = "R: Serialize"))]
+pub struct RunPage<R = RlRun> {
     /// Runs of this page, newest first.
     #[serde(default, deserialize_with = "null_default")]
-    pub runs: Vec<RlRun>,
+    pub runs: Vec<R>,
     /// Total matching runs; `None` from a legacy server that ignores paging (then the client
     /// paged and filtered locally, see [`crate::runs`]).
     #[serde(default)]
@@ -1456,5 +1551,172 @@ mod tests {
         assert_eq!(back, spec);
         let rl: RunSpec = serde_json::from_str(r#"{"config":{}}"#).unwrap();
         assert!(!rl.sft);
+    }
+
+    /// The wire names of every [`RlRun`] field, and the ones [`RunHead`] reads.
+    const RUN_FIELDS: [&str; 42] = [
+        "id",
+        "userId",
+        "status",
+        "createdAt",
+        "updatedAt",
+        "name",
+        "teamId",
+        "rftClusterId",
+        "primeClusterId",
+        "kind",
+        "rolloutsPerExample",
+        "seqLen",
+        "maxSteps",
+        "maxTokens",
+        "batchSize",
+        "loss",
+        "teacher",
+        "teacherConfig",
+        "baseModel",
+        "environments",
+        "runConfig",
+        "evalConfig",
+        "valConfig",
+        "bufferConfig",
+        "learningRate",
+        "oversamplingFactor",
+        "loraAlpha",
+        "maxInflightRollouts",
+        "maxAsyncLevel",
+        "gpuCount",
+        "runsAhead",
+        "volumeName",
+        "wandbEntity",
+        "wandbProject",
+        "wandbRunName",
+        "queueReason",
+        "notice",
+        "errorMessage",
+        "sourceCommit",
+        "startedAt",
+        "completedAt",
+        "failureAnalysis",
+    ];
+    const HEAD_FIELDS: [&str; 14] = [
+        "id",
+        "userId",
+        "status",
+        "createdAt",
+        "updatedAt",
+        "name",
+        "teamId",
+        "kind",
+        "baseModel",
+        "maxSteps",
+        "gpuCount",
+        "startedAt",
+        "completedAt",
+        "errorMessage",
+    ];
+
+    fn head_of(r: &RlRun) -> RunHead {
+        RunHead {
+            id: r.id.clone(),
+            user_id: r.user_id.clone(),
+            status: r.status.clone(),
+            created_at: r.created_at.clone(),
+            updated_at: r.updated_at.clone(),
+            name: r.name.clone(),
+            team_id: r.team_id.clone(),
+            kind: r.kind.clone(),
+            base_model: r.base_model.clone(),
+            max_steps: r.max_steps,
+            gpu_count: r.gpu_count,
+            started_at: r.started_at.clone(),
+            completed_at: r.completed_at.clone(),
+            error_message: r.error_message.clone(),
+        }
+    }
+
+    /// A run object's text, and the same object with only the fields [`RunHead`] reads: the
+    /// required fields mostly present and mostly strings, any other field (known, unknown or
+    /// sent twice) with a value of any kind.
+    fn run_texts() -> impl proptest::strategy::Strategy<Value = (String, String)> {
+        use proptest::prelude::*;
+        let value = prop_oneof![
+            Just(r#""cx0""#.to_string()),
+            Just(r#""2026-01-02T03:04:05.000Z""#.to_string()),
+            Just(r#""\u00e9\n\"""#.to_string()),
+            (-3i64..3).prop_map(|n| n.to_string()),
+            Just("2.5".to_string()),
+            Just("1e400".to_string()),
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("[]".to_string()),
+            Just(r#"["s", 1, {"a": null}]"#.to_string()),
+            Just(r#"{"a": [1, {"b": "c"}], "rootCause": "x", "evidence": null}"#.to_string()),
+        ];
+        let required = proptest::collection::vec(
+            prop_oneof![
+                6 => Just(Some(r#""r1""#.to_string())),
+                1 => value.clone().prop_map(Some),
+                1 => Just(None),
+            ],
+            5,
+        );
+        let name = prop_oneof![
+            (0..RUN_FIELDS.len()).prop_map(|i| RUN_FIELDS[i].to_string()),
+            Just("somethingNew".to_string()),
+        ];
+        let others = proptest::collection::vec((name, value), 0..12);
+        (required, others).prop_map(|(required, others)| {
+            let fields: Vec<(String, String)> = RUN_FIELDS[..5]
+                .iter()
+                .zip(required)
+                .filter_map(|(n, v)| v.map(|v| (n.to_string(), v)))
+                .chain(others)
+                .collect();
+            let object = |keep: &dyn Fn(&str) -> bool| {
+                let body: Vec<String> = fields
+                    .iter()
+                    .filter(|(n, _)| keep(n))
+                    .map(|(n, v)| format!("\"{n}\": {v}"))
+                    .collect();
+                format!("{{{}}}", body.join(", "))
+            };
+            (object(&|_| true), object(&|n| HEAD_FIELDS.contains(&n)))
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+        /// A [`RunHead`] reads what an [`RlRun`] reads of its fields, and fails where the
+        /// fields it reads fail an [`RlRun`]: wherever a run reads whole, its head reads and
+        /// equals the run's fields; a head reads exactly when the object cut to its fields
+        /// reads as a run, and then equals it.
+        #[test]
+        fn a_run_head_reads_what_the_run_reads((full, cut) in run_texts()) {
+            let head = serde_json::from_str::<RunHead>(&full);
+            if let Ok(run) = serde_json::from_str::<RlRun>(&full) {
+                proptest::prop_assert_eq!(head.as_ref().ok(), Some(&head_of(&run)), "{}", full);
+            }
+            let cut_run = serde_json::from_str::<RlRun>(&cut);
+            proptest::prop_assert_eq!(head.is_ok(), cut_run.is_ok(), "{} / {}", full, cut);
+            if let (Ok(h), Ok(r)) = (head, cut_run) {
+                proptest::prop_assert_eq!(h, head_of(&r), "{}", full);
+            }
+        }
+    }
+
+    /// A page of heads reads a page as sent, null runs as none.
+    #[test]
+    fn a_page_of_heads_reads() {
+        let page: RunPage<RunHead> = serde_json::from_str(
+            r#"{"runs": [{"id": "r1", "userId": "u", "status": "RUNNING", "createdAt": "c",
+                "updatedAt": "u", "runConfig": {"a": [1, 2]}, "environments": [{"id": "e"}]}],
+                "total": 1, "page": 1, "limit": 20, "total_pages": 1}"#,
+        )
+        .unwrap();
+        assert_eq!(page.runs[0].id, "r1");
+        assert_eq!(page.runs[0].run_status(), RunStatus::Running);
+        assert_eq!(page.total, Some(1));
+        let empty: RunPage<RunHead> = serde_json::from_str(r#"{"runs": null}"#).unwrap();
+        assert!(empty.runs.is_empty());
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use factory_platform::{
     LogComponent, LogsQuery, PlatformClient, PlatformError,
-    wire::runs::{Checkpoint, ProgressResponse},
+    wire::runs::{Checkpoint, ProgressResponse, RlRun},
 };
 use factory_policies::watchdog::judge_stall;
 use schemars::JsonSchema;

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use factory_platform::{
-    ListRunsQuery, PlatformError, TeamScope,
-    wire::runs::{RlRun, RunStatus},
+    ListRunsQuery, PlatformError, SCAN_PAGE, TeamScope,
+    wire::runs::{RunHead, RunStatus},
 };
 use futures::{StreamExt, TryStreamExt};
 use schemars::JsonSchema;
@@ -103,23 +103,23 @@ pub struct RunSummary {
     pub error_message: Option<String>,
 }
 
-impl From<&RlRun> for RunSummary {
-    fn from(r: &RlRun) -> Self {
+impl From<RunHead> for RunSummary {
+    fn from(r: RunHead) -> Self {
         RunSummary {
-            id: r.id.clone(),
-            name: r.name.clone(),
-            status: r.status.clone(),
-            base_model: r.base_model.clone(),
+            owner: owner::owner_label(r.team_id.as_deref(), None),
+            id: r.id,
+            name: r.name,
+            status: r.status,
+            base_model: r.base_model,
             max_steps: r.max_steps,
             gpu_count: r.gpu_count,
-            team_id: r.team_id.clone(),
-            owner: owner::owner_label(r.team_id.as_deref(), None),
-            user_id: r.user_id.clone(),
-            kind: r.kind.clone(),
-            created_at: r.created_at.clone(),
-            started_at: r.started_at.clone(),
-            completed_at: r.completed_at.clone(),
-            error_message: r.error_message.clone(),
+            team_id: r.team_id,
+            user_id: r.user_id,
+            kind: r.kind,
+            created_at: r.created_at,
+            started_at: r.started_at,
+            completed_at: r.completed_at,
+            error_message: r.error_message,
         }
     }
 }
@@ -184,10 +184,10 @@ async fn list_runs(
     };
     let Some(status) = args.status else {
         let p = platform
-            .list_runs(&query(page, limit))
+            .list_runs_as::<RunHead>(&query(page, limit))
             .await
             .map_err(|e| platform_error("list runs", &e))?;
-        let runs: Vec<RunSummary> = p.runs.iter().map(RunSummary::from).collect();
+        let runs: Vec<RunSummary> = p.runs.into_iter().map(RunSummary::from).collect();
         let scanned = runs.len();
         let summary = format!(
             "{} run(s) of the {label} on page {page}{}",
@@ -215,22 +215,25 @@ async fn list_runs(
     let skip = (page as usize - 1) * limit as usize;
     let wanted = status.status();
     let scan = platform
-        .scan_runs(&scope, mine, state.limits.status_scan_pages, |runs| {
-            runs.iter().filter(|r| r.run_status() == wanted).count() >= skip + limit as usize
-        })
+        .scan_runs_as::<RunHead>(
+            &scope,
+            mine,
+            SCAN_PAGE,
+            state.limits.status_scan_pages,
+            |runs| {
+                runs.iter().filter(|r| r.run_status() == wanted).count() >= skip + limit as usize
+            },
+        )
         .await
         .map_err(|e| platform_error("list runs", &e))?;
     let (scanned, total, incomplete) = (scan.runs.len(), scan.total, scan.truncated);
-    let matches: Vec<RunSummary> = scan
+    let runs: Vec<RunSummary> = scan
         .runs
-        .iter()
-        .filter(|r| r.run_status() == wanted)
-        .map(RunSummary::from)
-        .collect();
-    let runs: Vec<RunSummary> = matches
         .into_iter()
+        .filter(|r| r.run_status() == wanted)
         .skip(skip)
         .take(limit as usize)
+        .map(RunSummary::from)
         .collect();
     Ok(Outcome::done(
         format!(
@@ -271,7 +274,13 @@ async fn list_every_owner(
 ) -> ToolResult<ListRunsOut> {
     let skip = (page as usize - 1) * limit as usize;
     let wanted = args.status.map(StatusArg::status);
-    let matching = |r: &RlRun| wanted.as_ref().is_none_or(|w| &r.run_status() == w);
+    let matching = |r: &RunHead| wanted.as_ref().is_none_or(|w| &r.run_status() == w);
+    // Unfiltered, an owner's newest `skip + limit` runs are all this page can show of them:
+    // pages of that size (one request while it is at most 100). Filtered, pages of 100.
+    let page_size = match wanted {
+        None => u32::try_from(skip + limit as usize).unwrap_or(SCAN_PAGE),
+        Some(_) => SCAN_PAGE,
+    };
     let mut merged: Vec<(Option<DateTime<Utc>>, RunSummary)> = Vec::new();
     let (mut scanned, mut total, mut incomplete) = (0usize, Some(0u64), false);
     // The owners are read side by side (a few at a time), not one after another: the call
@@ -282,9 +291,10 @@ async fn list_every_owner(
         .map(|o| async move {
             let scope = owner::scope_of(&o.team);
             let scan = platform
-                .scan_runs(
+                .scan_runs_as::<RunHead>(
                     &scope,
                     args.mine.unwrap_or(false),
+                    page_size,
                     state.limits.status_scan_pages,
                     |runs| runs.iter().filter(|r| matching(r)).count() >= skip + limit as usize,
                 )
@@ -302,10 +312,11 @@ async fn list_every_owner(
         total = total.zip(scan.total).map(|(a, b)| a + b);
         incomplete |= scan.truncated;
         let label = o.label();
-        merged.extend(scan.runs.iter().filter(|r| matching(r)).map(|r| {
+        merged.extend(scan.runs.into_iter().filter(|r| matching(r)).map(|r| {
+            let at = parse_ts(&r.created_at);
             let mut summary = RunSummary::from(r);
             summary.owner = label.clone();
-            (parse_ts(&r.created_at), summary)
+            (at, summary)
         }));
     }
     // Newest first across owners (a run without a readable time sorts last).
