@@ -328,33 +328,60 @@ async fn a_later_page_across_owners_reads_each_owner_newest_runs_only() {
     }
     let newest_first: Vec<String> = made.iter().rev().cloned().collect();
     let c = w.client(ALICE, &[], Era::Modern).await;
-    let before = w.sandbox.request_log().len();
-    let page2 = ok(&call(&c, "list_runs", json!({"page": 2, "limit": 3})).await);
+    // The run list requests of one call, as (page, limit) of each.
+    let listed = |args: Value| {
+        let (c, w) = (&c, &w);
+        async move {
+            let before = w.sandbox.request_log().len();
+            let answer = ok(&call(c, "list_runs", args).await);
+            let requests: Vec<(String, String)> = w.sandbox.request_log()[before..]
+                .iter()
+                .filter(|r| r.path == "/api/v1/rft/runs")
+                .map(|r| {
+                    let q = r.query.clone().unwrap_or_default();
+                    let get = |k: &str| {
+                        q.split('&')
+                            .find_map(|p| p.strip_prefix(&format!("{k}=")))
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    (get("page"), get("limit"))
+                })
+                .collect();
+            (answer, requests)
+        }
+    };
+    let once_each = |limit: &str| vec![("1".to_string(), limit.to_string()); 3];
+
+    let (page2, requests) = listed(json!({"page": 2, "limit": 3})).await;
     assert_eq!(ids(&page2), newest_first[3..6].to_vec(), "{page2}");
     assert_eq!(page2["total"], 9, "{page2}");
     assert_eq!(page2["total_pages"], 3, "{page2}");
-    let lists: Vec<String> = w.sandbox.request_log()[before..]
-        .iter()
-        .filter(|r| r.path == "/api/v1/rft/runs")
-        .map(|r| r.query.clone().unwrap_or_default())
-        .collect();
-    assert_eq!(lists.len(), 3, "one request per owner: {lists:?}");
-    for q in &lists {
-        assert!(q.contains("page=1") && q.contains("limit=6"), "{lists:?}");
-    }
-    let last = ok(&call(&c, "list_runs", json!({"page": 3, "limit": 4})).await);
+    assert_eq!(
+        requests,
+        once_each("6"),
+        "each owner once, for its newest 6"
+    );
+    let (last, requests) = listed(json!({"page": 3, "limit": 4})).await;
     assert_eq!(ids(&last), newest_first[8..].to_vec(), "{last}");
+    assert_eq!(requests, once_each("12"));
+    // Past 100, pages of 100 (each owner's list ends within its first).
+    let (beyond, requests) = listed(json!({"page": 2, "limit": 60})).await;
+    assert_eq!(ids(&beyond), Vec::<String>::new(), "{beyond}");
+    assert_eq!(requests, once_each("100"));
+    // Only the caller's runs: Bob's two Team Beta runs are left out, the pages as small.
+    let (mine, requests) = listed(json!({"page": 1, "limit": 5, "mine": true})).await;
+    let alice_newest: Vec<String> = newest_first
+        .iter()
+        .filter(|id| ![made[4].as_str(), made[8].as_str()].contains(&id.as_str()))
+        .take(5)
+        .cloned()
+        .collect();
+    assert_eq!(ids(&mine), alice_newest, "{mine}");
+    assert_eq!(requests, once_each("5"));
 
     // Filtered, the pages are of 100 (the matches may be anywhere in an owner's list).
-    let before = w.sandbox.request_log().len();
-    ok(&call(&c, "list_runs", json!({"status": "QUEUED", "limit": 2})).await);
-    for r in &w.sandbox.request_log()[before..] {
-        if r.path == "/api/v1/rft/runs" {
-            assert!(
-                r.query.as_deref().unwrap_or("").contains("limit=100"),
-                "{r:?}"
-            );
-        }
-    }
+    let (_, requests) = listed(json!({"status": "QUEUED", "limit": 2})).await;
+    assert_eq!(requests, once_each("100"));
     c.cancel().await.unwrap();
 }

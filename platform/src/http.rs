@@ -738,8 +738,9 @@ mod tests {
     use super::*;
 
     /// Reading a body as text after one UTF-8 check gives what reading its bytes gives: the
-    /// same value, or a failure where that fails; bytes that are not UTF-8 (here in a skipped
-    /// field, which a read of the bytes never checks) are read as bytes.
+    /// same value, or the same failure. The valid bodies test that; the two with bytes that are
+    /// not UTF-8 (in a skipped field, which a read of the bytes never checks, and in a read
+    /// one) hold that such a body is read as bytes, as before.
     #[test]
     fn a_body_read_as_text_reads_as_its_bytes_do() {
         use crate::wire::runs::{RlRun, RunHead, RunPage};

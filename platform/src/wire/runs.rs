@@ -380,7 +380,10 @@ impl ListedRun for RlRun {
 /// environments and unknown fields are skipped unread (no tree is built for them), so a page
 /// costs a fraction of a page of [`RlRun`]s. The fields it reads, and the required ones, are
 /// those of [`RlRun`] and read as it reads them; a field it skips cannot fail its read (an
-/// ill-typed `learningRate` fails an [`RlRun`], not a [`RunHead`]).
+/// ill-typed `learningRate` or `failureAnalysis`, or a number out of range anywhere, fails an
+/// [`RlRun`], not a [`RunHead`]). One shape of no run reads too: a list of its fields in order
+/// (serde reads a struct from either; [`RlRun`], holding its unknown fields, only from an
+/// object).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunHead {
@@ -1634,15 +1637,67 @@ mod tests {
         }
     }
 
-    /// A run object's text, and the same object with only the fields [`RunHead`] reads: the
-    /// required fields mostly present and mostly strings, any other field (known, unknown or
-    /// sent twice) with a value of any kind.
-    fn run_texts() -> impl proptest::strategy::Strategy<Value = (String, String)> {
+    /// The value a field of [`RUN_FIELDS`] reads as: text, an integer, a number, any JSON, a
+    /// list, or a failure analysis.
+    fn valid_value(field: &str) -> proptest::strategy::BoxedStrategy<String> {
         use proptest::prelude::*;
-        let value = prop_oneof![
+        let text = prop_oneof![
             Just(r#""cx0""#.to_string()),
             Just(r#""2026-01-02T03:04:05.000Z""#.to_string()),
             Just(r#""\u00e9\n\"""#.to_string()),
+            Just("null".to_string()),
+        ];
+        match field {
+            "rolloutsPerExample"
+            | "seqLen"
+            | "maxSteps"
+            | "maxTokens"
+            | "batchSize"
+            | "loraAlpha"
+            | "maxInflightRollouts"
+            | "maxAsyncLevel"
+            | "gpuCount"
+            | "runsAhead" => prop_oneof![
+                (-3i64..300).prop_map(|n| n.to_string()),
+                Just("null".into())
+            ]
+            .boxed(),
+            "learningRate" | "oversamplingFactor" => prop_oneof![
+                Just("2.5e-5".to_string()),
+                Just("3".into()),
+                Just("null".into())
+            ]
+            .boxed(),
+            "teacher" | "teacherConfig" | "runConfig" | "evalConfig" | "valConfig"
+            | "bufferConfig" => prop_oneof![
+                Just(r#"{"a": [1, {"b": "c"}]}"#.to_string()),
+                Just("[true, 2.5]".into()),
+                Just("null".into()),
+            ]
+            .boxed(),
+            "environments" => prop_oneof![
+                Just(r#"[{"id": "e"}, "x"]"#.to_string()),
+                Just("[]".into()),
+                Just("null".into()),
+            ]
+            .boxed(),
+            "failureAnalysis" => prop_oneof![
+                Just(r#"{"rootCause": "x", "evidence": ["a"], "confidence": 0.5}"#.to_string()),
+                Just(r#"{"evidence": null, "more": 1}"#.into()),
+                Just("null".into()),
+            ]
+            .boxed(),
+            _ => text.boxed(),
+        }
+    }
+
+    /// A run object's text, and the same object with only the fields [`RunHead`] reads. Each
+    /// field mostly has a value of its type (the required ones are mostly present and text),
+    /// and sometimes a value of any kind; unknown fields and fields sent twice come too.
+    fn run_texts() -> impl proptest::strategy::Strategy<Value = (String, String)> {
+        use proptest::prelude::*;
+        let any = prop_oneof![
+            Just(r#""cx0""#.to_string()),
             (-3i64..3).prop_map(|n| n.to_string()),
             Just("2.5".to_string()),
             Just("1e400".to_string()),
@@ -1652,19 +1707,24 @@ mod tests {
             Just(r#"["s", 1, {"a": null}]"#.to_string()),
             Just(r#"{"a": [1, {"b": "c"}], "rootCause": "x", "evidence": null}"#.to_string()),
         ];
+        let field = move |name: String| {
+            prop_oneof![11 => valid_value(&name), 1 => any.clone()]
+                .prop_map(move |v| (name.clone(), v))
+        };
         let required = proptest::collection::vec(
             prop_oneof![
-                6 => Just(Some(r#""r1""#.to_string())),
-                1 => value.clone().prop_map(Some),
-                1 => Just(None),
+                15 => Just(Some(r#""r1""#.to_string())),
+                1 => proptest::option::of(Just("7".to_string())),
             ],
             5,
         );
+        // Any field of a run; as often, one the list shows; now and then an unknown one.
         let name = prop_oneof![
-            (0..RUN_FIELDS.len()).prop_map(|i| RUN_FIELDS[i].to_string()),
-            Just("somethingNew".to_string()),
+            6 => (0..RUN_FIELDS.len()).prop_map(|i| RUN_FIELDS[i].to_string()),
+            6 => (5..HEAD_FIELDS.len()).prop_map(|i| HEAD_FIELDS[i].to_string()),
+            1 => Just("somethingNew".to_string()),
         ];
-        let others = proptest::collection::vec((name, value), 0..12);
+        let others = proptest::collection::vec(name.prop_flat_map(field), 0..8);
         (required, others).prop_map(|(required, others)| {
             let fields: Vec<(String, String)> = RUN_FIELDS[..5]
                 .iter()
@@ -1704,6 +1764,33 @@ mod tests {
         }
     }
 
+    /// The generator of [`run_texts`] reaches what the property must see: whole runs that read
+    /// (the only cases where a head is compared with a whole run), ones that carry fields the
+    /// list shows, and ones that fail.
+    #[test]
+    fn run_texts_reach_runs_that_read_and_runs_that_fail() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = run_texts();
+        let (mut whole, mut shown, mut failed) = (0, 0, 0);
+        for _ in 0..1000 {
+            let (full, _) = strategy.new_tree(&mut runner).unwrap().current();
+            match serde_json::from_str::<RlRun>(&full) {
+                Ok(r) => {
+                    whole += 1;
+                    if r.name.is_some() || r.max_steps.is_some() || r.error_message.is_some() {
+                        shown += 1;
+                    }
+                }
+                Err(_) => failed += 1,
+            }
+        }
+        assert!(
+            whole >= 300 && shown >= 80 && failed >= 300,
+            "{whole} {shown} {failed}"
+        );
+    }
+
     /// A page of heads reads a page as sent, null runs as none.
     #[test]
     fn a_page_of_heads_reads() {
@@ -1718,5 +1805,14 @@ mod tests {
         assert_eq!(page.total, Some(1));
         let empty: RunPage<RunHead> = serde_json::from_str(r#"{"runs": null}"#).unwrap();
         assert!(empty.runs.is_empty());
+        // The one shape a head reads and a whole run does not (see [`RunHead`]): a list of the
+        // fields in order. A value of any other kind fails both.
+        let listed = r#"["r1", "u", "RUNNING", "c", "u"]"#;
+        assert_eq!(serde_json::from_str::<RunHead>(listed).unwrap().id, "r1");
+        assert!(serde_json::from_str::<RlRun>(listed).is_err());
+        for other in [r#""r1""#, "1", "null", "true"] {
+            assert!(serde_json::from_str::<RunHead>(other).is_err(), "{other}");
+            assert!(serde_json::from_str::<RlRun>(other).is_err(), "{other}");
+        }
     }
 }

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use factory_platform::{
     LogComponent, LogsQuery, PlatformClient, PlatformError,
-    wire::runs::{Checkpoint, ProgressResponse, RlRun},
+    wire::{
+        parse_wire_datetime,
+        runs::{Checkpoint, ProgressResponse, RlRun},
+    },
 };
 use factory_policies::watchdog::judge_stall;
 use schemars::JsonSchema;
@@ -198,7 +201,7 @@ pub(super) async fn diagnose_run(
         });
     let now = now_for(platform, &run, progress.as_ref(), &checkpoints);
     let progress_state = progress_state(&run, &status, progress.as_ref(), now);
-    let age_s = parse_ts(&run.created_at).map(|c| (now - c).num_seconds().max(0));
+    let age_s = parse_wire_datetime(&run.created_at).map(|c| (now - c).num_seconds().max(0));
     let queue = matches!(status, RunStatus::Queued | RunStatus::Pending).then(|| QueueState {
         reason: run.queue_reason.clone(),
         runs_ahead: run.runs_ahead,
@@ -327,13 +330,20 @@ fn now_for(
         .map_or_else(Utc::now, |t| t.max(Utc::now()));
     let last_updated = progress
         .and_then(|p| p.last_updated_at.as_deref())
-        .and_then(parse_ts);
-    let started_at = run.started_at.as_deref().and_then(parse_ts);
-    for t in [parse_ts(&run.updated_at), last_updated, started_at]
-        .into_iter()
-        .flatten()
-        .chain(checkpoints.iter().filter_map(|c| parse_ts(&c.created_at)))
-    {
+        .and_then(parse_wire_datetime);
+    let started_at = run.started_at.as_deref().and_then(parse_wire_datetime);
+    for t in [
+        parse_wire_datetime(&run.updated_at),
+        last_updated,
+        started_at,
+    ]
+    .into_iter()
+    .flatten()
+    .chain(
+        checkpoints
+            .iter()
+            .filter_map(|c| parse_wire_datetime(&c.created_at)),
+    ) {
         now = now.max(t);
     }
     now
@@ -348,7 +358,7 @@ fn progress_state(
 ) -> ProgressState {
     let last_updated = progress
         .and_then(|p| p.last_updated_at.as_deref())
-        .and_then(parse_ts);
+        .and_then(parse_wire_datetime);
     let latest_step = progress.and_then(|p| p.latest_step);
     let mut out = ProgressState {
         latest_step,
@@ -357,7 +367,7 @@ fn progress_state(
         ..ProgressState::default()
     };
     if *status == RunStatus::Running {
-        let started_at = run.started_at.as_deref().and_then(parse_ts);
+        let started_at = run.started_at.as_deref().and_then(parse_wire_datetime);
         let stall = judge_stall(started_at, last_updated, latest_step, now);
         out.seconds_since_progress = stall.since_s.map(|s| s.round());
         out.seconds_per_step = stall.pace_s.map(|p| (p * 10.0).round() / 10.0);

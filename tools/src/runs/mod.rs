@@ -18,7 +18,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use factory_platform::{
     ListRunsQuery, PlatformError, SCAN_PAGE, TeamScope,
-    wire::runs::{RunHead, RunStatus},
+    wire::runs::{ListedRun, RunHead, RunStatus},
 };
 use futures::{StreamExt, TryStreamExt};
 use schemars::JsonSchema;
@@ -278,7 +278,7 @@ async fn list_every_owner(
     // Unfiltered, an owner's newest `skip + limit` runs are all this page can show of them:
     // pages of that size (one request while it is at most 100). Filtered, pages of 100.
     let page_size = match wanted {
-        None => u32::try_from(skip + limit as usize).unwrap_or(SCAN_PAGE),
+        None => (skip + limit as usize).min(SCAN_PAGE as usize) as u32,
         Some(_) => SCAN_PAGE,
     };
     let mut merged: Vec<(Option<DateTime<Utc>>, RunSummary)> = Vec::new();
@@ -313,7 +313,7 @@ async fn list_every_owner(
         incomplete |= scan.truncated;
         let label = o.label();
         merged.extend(scan.runs.into_iter().filter(|r| matching(r)).map(|r| {
-            let at = parse_ts(&r.created_at);
+            let at = r.created_at_utc();
             let mut summary = RunSummary::from(r);
             summary.owner = label.clone();
             (at, summary)
@@ -563,12 +563,6 @@ pub(super) fn not_found_or(run_id: &str, what: &str, e: PlatformError) -> ToolEr
 /// The client cancelled the request.
 #[derive(Debug)]
 pub(super) struct Cancelled;
-
-pub(super) fn parse_ts(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
 
 #[cfg(test)]
 mod tests {
