@@ -328,13 +328,13 @@ async fn a_later_page_across_owners_reads_each_owner_newest_runs_only() {
     }
     let newest_first: Vec<String> = made.iter().rev().cloned().collect();
     let c = w.client(ALICE, &[], Era::Modern).await;
-    // The run list requests of one call, as (page, limit) of each.
+    // The run list requests of one call, as (page, limit, mine) of each.
     let listed = |args: Value| {
         let (c, w) = (&c, &w);
         async move {
             let before = w.sandbox.request_log().len();
             let answer = ok(&call(c, "list_runs", args).await);
-            let requests: Vec<(String, String)> = w.sandbox.request_log()[before..]
+            let requests: Vec<(String, String, String)> = w.sandbox.request_log()[before..]
                 .iter()
                 .filter(|r| r.path == "/api/v1/rft/runs")
                 .map(|r| {
@@ -345,13 +345,13 @@ async fn a_later_page_across_owners_reads_each_owner_newest_runs_only() {
                             .unwrap_or("")
                             .to_string()
                     };
-                    (get("page"), get("limit"))
+                    (get("page"), get("limit"), get("mine"))
                 })
                 .collect();
             (answer, requests)
         }
     };
-    let once_each = |limit: &str| vec![("1".to_string(), limit.to_string()); 3];
+    let once_each = |limit: &str| vec![("1".to_string(), limit.to_string(), String::new()); 3];
 
     let (page2, requests) = listed(json!({"page": 2, "limit": 3})).await;
     assert_eq!(ids(&page2), newest_first[3..6].to_vec(), "{page2}");
@@ -378,7 +378,10 @@ async fn a_later_page_across_owners_reads_each_owner_newest_runs_only() {
         .cloned()
         .collect();
     assert_eq!(ids(&mine), alice_newest, "{mine}");
-    assert_eq!(requests, once_each("5"));
+    assert_eq!(
+        requests,
+        vec![("1".to_string(), "5".to_string(), "true".to_string()); 3]
+    );
 
     // Filtered, the pages are of 100 (the matches may be anywhere in an owner's list).
     let (_, requests) = listed(json!({"status": "QUEUED", "limit": 2})).await;

@@ -36,3 +36,37 @@ pub fn parse_wire_datetime(raw: &str) -> Option<chrono::DateTime<chrono::Utc>> {
         .find_map(|fmt| NaiveDateTime::parse_from_str(raw, fmt).ok())
         .map(|n| n.and_utc())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_wire_datetime;
+
+    /// A naive time (with `T` or a space, with or without a fraction) is the same instant as
+    /// its `Z` form; an offset is applied; anything else is unreadable.
+    #[test]
+    fn naive_times_are_read_as_utc() {
+        let z = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
+        for (naive, rfc) in [
+            ("2026-01-02T03:04:05", "2026-01-02T03:04:05Z"),
+            ("2026-01-02 03:04:05", "2026-01-02T03:04:05Z"),
+            ("2026-01-02T03:04:05.250", "2026-01-02T03:04:05.250Z"),
+            (
+                " 2026-01-02 03:04:05.123456 ",
+                "2026-01-02T03:04:05.123456Z",
+            ),
+            ("2026-01-02 05:04:05+02:00", "2026-01-02T03:04:05Z"),
+            ("2026-01-02T03:04:05.000Z", "2026-01-02T03:04:05Z"),
+        ] {
+            assert_eq!(parse_wire_datetime(naive), Some(z(rfc)), "{naive}");
+        }
+        for bad in [
+            "",
+            "yesterday",
+            "2026-01-02",
+            "2026-13-02T03:04:05",
+            "1767322800",
+        ] {
+            assert_eq!(parse_wire_datetime(bad), None, "{bad}");
+        }
+    }
+}

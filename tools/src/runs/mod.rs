@@ -281,7 +281,7 @@ async fn list_every_owner(
         None => (skip + limit as usize).min(SCAN_PAGE as usize) as u32,
         Some(_) => SCAN_PAGE,
     };
-    let mut merged: Vec<(Option<DateTime<Utc>>, RunSummary)> = Vec::new();
+    let mut lists: Vec<Vec<(Option<DateTime<Utc>>, RunSummary)>> = Vec::new();
     let (mut scanned, mut total, mut incomplete) = (0usize, Some(0u64), false);
     // The owners are read side by side (a few at a time), not one after another: the call
     // waits for the slowest owner's pages, not for the sum of them all.
@@ -312,20 +312,23 @@ async fn list_every_owner(
         total = total.zip(scan.total).map(|(a, b)| a + b);
         incomplete |= scan.truncated;
         let label = o.label();
-        merged.extend(scan.runs.into_iter().filter(|r| matching(r)).map(|r| {
-            let at = r.created_at_utc();
-            let mut summary = RunSummary::from(r);
-            summary.owner = label.clone();
-            (at, summary)
-        }));
+        lists.push(
+            scan.runs
+                .into_iter()
+                .filter(|r| matching(r))
+                .map(|r| {
+                    let at = r.created_at_utc();
+                    let mut summary = RunSummary::from(r);
+                    summary.owner = label.clone();
+                    (at, summary)
+                })
+                .collect(),
+        );
     }
-    // Newest first across owners (a run without a readable time sorts last).
-    merged.sort_by_key(|m| std::cmp::Reverse(m.0));
-    let runs: Vec<RunSummary> = merged
+    let runs: Vec<RunSummary> = merge_newest_first(lists)
         .into_iter()
         .skip(skip)
         .take(limit as usize)
-        .map(|(_, r)| r)
         .collect();
     let scope = owners.scope_text();
     let summary = match &wanted {
@@ -360,6 +363,26 @@ async fn list_every_owner(
             scan_incomplete: incomplete,
         },
     ))
+}
+
+/// Owners' lists of runs, each in the platform's order (newest first), merged newest first by
+/// `createdAt` (a run without a readable time after one with), each owner's order kept and an
+/// earlier owner first on a tie: at each step the newer of the owners' next runs. The first n
+/// runs of the merge take at most n of any owner, whatever the times, so merging each owner's
+/// first n gives them: a page reads only that many (a sort of all the runs would not, where an
+/// owner's times are out of order or unreadable). Where each owner's list is in order, the same
+/// as sorting all the runs by time.
+fn merge_newest_first<K: Ord, T>(lists: Vec<Vec<(K, T)>>) -> Vec<T> {
+    use std::collections::VecDeque;
+    let mut lists: Vec<VecDeque<(K, T)>> = lists.into_iter().map(VecDeque::from).collect();
+    let mut out = Vec::with_capacity(lists.iter().map(VecDeque::len).sum());
+    while let Some(next) = (0..lists.len())
+        .filter(|&i| !lists[i].is_empty())
+        .reduce(|b, i| if lists[i][0].0 > lists[b][0].0 { i } else { b })
+    {
+        out.extend(lists[next].pop_front().map(|(_, t)| t));
+    }
+    out
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -567,6 +590,82 @@ pub(super) struct Cancelled;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Owners' lists with times in any order, some unreadable (`None`), ids unique.
+    fn owner_lists() -> impl proptest::strategy::Strategy<Value = Vec<Vec<(Option<u8>, u32)>>> {
+        use proptest::prelude::*;
+        proptest::collection::vec(
+            proptest::collection::vec(proptest::option::weighted(0.8, 0u8..6), 0..8),
+            0..4,
+        )
+        .prop_map(|lists| {
+            let mut id = 0;
+            lists
+                .into_iter()
+                .map(|l| {
+                    l.into_iter()
+                        .map(|k| {
+                            id += 1;
+                            (k, id)
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+    }
+
+    proptest::proptest! {
+        /// Merging each owner's first n runs gives the merge's first n, whatever the times: a
+        /// page of the list across owners needs only that many of each.
+        #[test]
+        fn the_first_n_of_each_owner_give_the_first_n_of_the_merge(
+            lists in owner_lists(),
+            n in 1usize..10,
+        ) {
+            let whole = merge_newest_first(lists.clone());
+            let cut: Vec<_> = lists.into_iter().map(|l| l.into_iter().take(n).collect()).collect();
+            let from_cut = merge_newest_first(cut);
+            proptest::prop_assert_eq!(&from_cut[..n.min(from_cut.len())], &whole[..n.min(whole.len())]);
+        }
+
+        /// Where each owner's list is in order (newest first, unreadable last), the merge is
+        /// the sort of all the runs by time that the list made before.
+        #[test]
+        fn ordered_lists_merge_as_a_sort_of_all_the_runs(lists in owner_lists()) {
+            let sorted: Vec<Vec<(Option<u8>, u32)>> = lists
+                .into_iter()
+                .map(|mut l| {
+                    l.sort_by_key(|x| std::cmp::Reverse(x.0));
+                    l
+                })
+                .collect();
+            let mut all: Vec<(Option<u8>, u32)> = sorted.iter().flatten().copied().collect();
+            all.sort_by_key(|x| std::cmp::Reverse(x.0));
+            let by_sort: Vec<u32> = all.into_iter().map(|x| x.1).collect();
+            proptest::prop_assert_eq!(merge_newest_first(sorted), by_sort);
+        }
+    }
+
+    /// The case a sort of all the runs got wrong: one owner's readable times around an
+    /// unreadable one. Page by page (limit 1), each owner's first `page` runs give every run
+    /// once.
+    #[test]
+    fn pages_of_one_show_every_run_once_around_an_unreadable_time() {
+        let lists = [
+            vec![(Some(10), "a1"), (None, "a2"), (Some(8), "a3")],
+            vec![(Some(5), "b1")],
+        ];
+        let shown: Vec<&str> = (1..=4)
+            .map(|page| {
+                let cut = lists
+                    .iter()
+                    .map(|l| l[..page.min(l.len())].to_vec())
+                    .collect();
+                merge_newest_first(cut)[page - 1]
+            })
+            .collect();
+        assert_eq!(shown, ["a1", "b1", "a2", "a3"]);
+    }
 
     fn names(items: &[LogComponentItem]) -> Vec<String> {
         items
