@@ -42,7 +42,8 @@ mod tests {
     use super::parse_wire_datetime;
 
     /// A naive time (with `T` or a space, with or without a fraction) is the same instant as
-    /// its `Z` form; an offset is applied; anything else is unreadable.
+    /// its `Z` form; an offset, with or without its colon, is applied; anything else is
+    /// unreadable.
     #[test]
     fn naive_times_are_read_as_utc() {
         let z = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
@@ -55,6 +56,8 @@ mod tests {
                 "2026-01-02T03:04:05.123456Z",
             ),
             ("2026-01-02 05:04:05+02:00", "2026-01-02T03:04:05Z"),
+            // No colon in the offset: not RFC 3339, read by the second form.
+            ("2026-01-02 05:04:05.5+0200", "2026-01-02T03:04:05.5Z"),
             ("2026-01-02T03:04:05.000Z", "2026-01-02T03:04:05Z"),
         ] {
             assert_eq!(parse_wire_datetime(naive), Some(z(rfc)), "{naive}");

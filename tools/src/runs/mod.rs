@@ -366,8 +366,8 @@ async fn list_every_owner(
 }
 
 /// Owners' lists of runs, each in the platform's order (newest first), merged newest first by
-/// `createdAt` (a run without a readable time after one with), each owner's order kept and an
-/// earlier owner first on a tie: at each step the newer of the owners' next runs. The first n
+/// `createdAt`: at each step the newer of the owners' next runs (of those, one with a readable
+/// time before one without; an earlier owner first on a tie), each owner's order kept. The first n
 /// runs of the merge take at most n of any owner, whatever the times, so merging each owner's
 /// first n gives them: a page reads only that many (a sort of all the runs would not, where an
 /// owner's times are out of order or unreadable). Where each owner's list is in order, the same
