@@ -6,7 +6,10 @@
 //! restarts, so a run it already acted on is not acted on twice.
 
 use chrono::{DateTime, Utc};
-use factory_platform::{PlatformClient, wire::runs::RlRun};
+use factory_platform::{
+    PlatformClient,
+    wire::{parse_wire_datetime, runs::RlRun},
+};
 use factory_policies::{
     GuardAction, launch,
     store::{AuditEvent, DispatchState},
@@ -48,10 +51,15 @@ pub struct SweepReport {
     pub dry_run: bool,
 }
 
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|d| d.with_timezone(&Utc))
+/// How long a run has been running at `now`, in hours: from its start, or from its creation
+/// when it has no readable start; times read as the platform sends them (RFC 3339 or a naive
+/// UTC time), so no run escapes the wall-clock and cost limits for the form of its times.
+fn hours_running(run: &RlRun, now: DateTime<Utc>) -> Option<f64> {
+    run.started_at
+        .as_deref()
+        .and_then(parse_wire_datetime)
+        .or_else(|| run.created_at_utc())
+        .map(|s| ((now - s).num_milliseconds().max(0) as f64) / 3_600_000.0)
 }
 
 /// The caller's own runs (never another user's, even in a shared team).
@@ -157,12 +165,7 @@ async fn flag_runs(
         let Some(run) = runs.iter().find(|r| r.id == a.id) else {
             continue;
         };
-        let started = run
-            .started_at
-            .as_deref()
-            .and_then(parse_time)
-            .or_else(|| parse_time(&run.created_at));
-        let hours = started.map(|s| ((now - s).num_milliseconds().max(0) as f64) / 3_600_000.0);
+        let hours = hours_running(run, now);
         if let Some(reason) =
             watchdog::over_limits(&state.policy.guard, hours, a.rate_per_hour_usd, a.estimated)
         {
@@ -184,7 +187,7 @@ async fn flag_runs(
             .filter(|a| !flagged.iter().any(|(id, _)| id == &a.id))
             .map(|a| watchdog::Active {
                 id: &a.id,
-                created_at: parse_time(&a.created_at),
+                created_at: parse_wire_datetime(&a.created_at),
                 rate_per_hour_usd: a.rate_per_hour_usd,
             })
             .collect();
@@ -243,5 +246,35 @@ async fn act_on(
             .await;
             format!("failed: {e}")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(started_at: Option<&str>, created_at: &str) -> RlRun {
+        serde_json::from_value(json!({
+            "id": "r1", "userId": "u", "status": "RUNNING",
+            "createdAt": created_at, "updatedAt": created_at, "startedAt": started_at,
+        }))
+        .unwrap()
+    }
+
+    /// A run's hours are counted from its start, or its creation, whatever the form of the
+    /// platform's times: a naive time counts as its `Z` form, so the guard's limits apply.
+    #[test]
+    fn hours_are_counted_from_naive_times_as_from_rfc3339_ones() {
+        let now = parse_wire_datetime("2026-01-02T05:04:05Z").unwrap();
+        let hours = |r: &RlRun| hours_running(r, now);
+        assert_eq!(hours(&run(Some("2026-01-02T03:04:05Z"), "x")), Some(2.0));
+        assert_eq!(hours(&run(Some("2026-01-02T03:04:05"), "x")), Some(2.0));
+        assert_eq!(hours(&run(Some("2026-01-02 04:04:05.000"), "x")), Some(1.0));
+        // No readable start: from the creation, in either form.
+        assert_eq!(hours(&run(None, "2026-01-02 02:04:05")), Some(3.0));
+        assert_eq!(hours(&run(Some("soon"), "2026-01-02T02:04:05Z")), Some(3.0));
+        assert_eq!(hours(&run(None, "never")), None);
+        // A start after the platform's now counts as none elapsed.
+        assert_eq!(hours(&run(Some("2026-01-02T06:04:05"), "x")), Some(0.0));
     }
 }

@@ -297,8 +297,7 @@ pub(super) async fn export_logs(
     let log_start = run
         .started_at
         .as_deref()
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|d| d.with_timezone(&Utc))
+        .and_then(factory_platform::wire::parse_wire_datetime)
         .or_else(|| run.created_at_utc());
 
     let state_path = dest.join(STATE_FILE);

@@ -250,8 +250,7 @@ pub fn report_summary(r: &RunReport) -> String {
 }
 
 fn parse_time(s: Option<&str>) -> Option<chrono::DateTime<chrono::Utc>> {
-    s.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
-        .map(|d| d.with_timezone(&chrono::Utc))
+    s.and_then(factory_platform::wire::parse_wire_datetime)
 }
 
 fn outcome(run: &RlRun) -> String {
