@@ -51,15 +51,25 @@ pub struct SweepReport {
     pub dry_run: bool,
 }
 
-/// How long a run has been running at `now`, in hours: from its start, or from its creation
-/// when it has no readable start; times read as the platform sends them (RFC 3339 or a naive
-/// UTC time), so no run escapes the wall-clock and cost limits for the form of its times.
-fn hours_running(run: &RlRun, now: DateTime<Utc>) -> Option<f64> {
-    run.started_at
-        .as_deref()
-        .and_then(parse_wire_datetime)
-        .or_else(|| run.created_at_utc())
-        .map(|s| ((now - s).num_milliseconds().max(0) as f64) / 3_600_000.0)
+/// How long a run has been running at `now`, in hours, and whether the time it was counted
+/// from carried no offset: from its start, or from its creation when it has no readable start;
+/// times read as the platform sends them (RFC 3339, or a naive time taken as UTC, as the
+/// platform's example times are), so no run escapes the wall-clock and cost limits for the
+/// form of its times. A reason given from a naive time says so.
+fn hours_running(run: &RlRun, now: DateTime<Utc>) -> Option<(f64, bool)> {
+    [run.started_at.as_deref(), Some(run.created_at.as_str())]
+        .into_iter()
+        .flatten()
+        .find_map(|raw| parse_wire_datetime(raw).map(|s| (s, raw)))
+        .map(|(s, raw)| {
+            let hours = ((now - s).num_milliseconds().max(0) as f64) / 3_600_000.0;
+            // Every form read has its offset, if any, after the 19 characters of the time.
+            let naive = !raw
+                .trim()
+                .get(19..)
+                .is_some_and(|t| t.contains(['Z', 'z', '+', '-']));
+            (hours, naive)
+        })
 }
 
 /// The caller's own runs (never another user's, even in a shared team).
@@ -165,10 +175,18 @@ async fn flag_runs(
         let Some(run) = runs.iter().find(|r| r.id == a.id) else {
             continue;
         };
-        let hours = hours_running(run, now);
-        if let Some(reason) =
-            watchdog::over_limits(&state.policy.guard, hours, a.rate_per_hour_usd, a.estimated)
-        {
+        let elapsed = hours_running(run, now);
+        if let Some(mut reason) = watchdog::over_limits(
+            &state.policy.guard,
+            elapsed.map(|e| e.0),
+            a.rate_per_hour_usd,
+            a.estimated,
+        ) {
+            if elapsed.is_some_and(|e| e.1) {
+                reason.push_str(
+                    " (the platform sent this run's time without an offset: read as UTC)",
+                );
+            }
             flagged.push((a.id.clone(), reason));
             continue;
         }
@@ -267,14 +285,40 @@ mod tests {
     fn hours_are_counted_from_naive_times_as_from_rfc3339_ones() {
         let now = parse_wire_datetime("2026-01-02T05:04:05Z").unwrap();
         let hours = |r: &RlRun| hours_running(r, now);
-        assert_eq!(hours(&run(Some("2026-01-02T03:04:05Z"), "x")), Some(2.0));
-        assert_eq!(hours(&run(Some("2026-01-02T03:04:05"), "x")), Some(2.0));
-        assert_eq!(hours(&run(Some("2026-01-02 04:04:05.000"), "x")), Some(1.0));
+        assert_eq!(
+            hours(&run(Some("2026-01-02T03:04:05Z"), "x")),
+            Some((2.0, false))
+        );
+        assert_eq!(
+            hours(&run(Some("2026-01-02T03:04:05"), "x")),
+            Some((2.0, true))
+        );
+        assert_eq!(
+            hours(&run(Some("2026-01-02 04:04:05.000"), "x")),
+            Some((1.0, true))
+        );
+        assert_eq!(
+            hours(&run(Some("2026-01-02 06:04:05+02:00"), "x")),
+            Some((1.0, false))
+        );
+        // The start counts, not the creation, whichever forms they have.
+        let created = "2026-01-02T02:04:05Z";
+        assert_eq!(
+            hours(&run(Some("2026-01-02T04:04:05Z"), created)),
+            Some((1.0, false))
+        );
+        assert_eq!(
+            hours(&run(Some("2026-01-02 04:04:05"), created)),
+            Some((1.0, true))
+        );
         // No readable start: from the creation, in either form.
-        assert_eq!(hours(&run(None, "2026-01-02 02:04:05")), Some(3.0));
-        assert_eq!(hours(&run(Some("soon"), "2026-01-02T02:04:05Z")), Some(3.0));
+        assert_eq!(hours(&run(None, "2026-01-02 02:04:05")), Some((3.0, true)));
+        assert_eq!(hours(&run(Some("soon"), created)), Some((3.0, false)));
         assert_eq!(hours(&run(None, "never")), None);
         // A start after the platform's now counts as none elapsed.
-        assert_eq!(hours(&run(Some("2026-01-02T06:04:05"), "x")), Some(0.0));
+        assert_eq!(
+            hours(&run(Some("2026-01-02T06:04:05"), "x")),
+            Some((0.0, true))
+        );
     }
 }
