@@ -356,8 +356,8 @@ impl PlatformClient {
         self.list_runs_as(query).await
     }
 
-    /// [`PlatformClient::list_runs`], each run read as `R`: [`crate::wire::runs::RunHead`] reads only what a list
-    /// shows.
+    /// [`PlatformClient::list_runs`], each run read as `R`: [`crate::wire::runs::RunHead`]
+    /// reads only what a list shows.
     pub async fn list_runs_as<R: ListedRun>(
         &self,
         query: &ListRunsQuery,

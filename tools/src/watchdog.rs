@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use factory_platform::{
     PlatformClient,
-    wire::{parse_wire_datetime, runs::RlRun},
+    wire::{parse_wire_datetime, runs::RlRun, wire_datetime_is_naive},
 };
 use factory_policies::{
     GuardAction, launch,
@@ -63,12 +63,7 @@ fn hours_running(run: &RlRun, now: DateTime<Utc>) -> Option<(f64, bool)> {
         .find_map(|raw| parse_wire_datetime(raw).map(|s| (s, raw)))
         .map(|(s, raw)| {
             let hours = ((now - s).num_milliseconds().max(0) as f64) / 3_600_000.0;
-            // Every form read has its offset, if any, after the 19 characters of the time.
-            let naive = !raw
-                .trim()
-                .get(19..)
-                .is_some_and(|t| t.contains(['Z', 'z', '+', '-']));
-            (hours, naive)
+            (hours, wire_datetime_is_naive(raw))
         })
 }
 

@@ -37,9 +37,18 @@ pub fn parse_wire_datetime(raw: &str) -> Option<chrono::DateTime<chrono::Utc>> {
         .map(|n| n.and_utc())
 }
 
+/// Whether a datetime as the platform sends it carries no offset (one of the naive forms
+/// [`parse_wire_datetime`] takes as UTC). Every form it reads has its offset, if any, after
+/// the 19 characters of the date and time.
+pub fn wire_datetime_is_naive(raw: &str) -> bool {
+    !raw.trim()
+        .get(19..)
+        .is_some_and(|t| t.contains(['Z', 'z', '+', '-']))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_wire_datetime;
+    use super::{parse_wire_datetime, wire_datetime_is_naive};
 
     /// A naive time (with `T` or a space, with or without a fraction) is the same instant as
     /// its `Z` form; an offset, with or without its colon, is applied; anything else is
@@ -61,6 +70,8 @@ mod tests {
             ("2026-01-02T03:04:05.000Z", "2026-01-02T03:04:05Z"),
         ] {
             assert_eq!(parse_wire_datetime(naive), Some(z(rfc)), "{naive}");
+            let offset = naive.contains(['Z', '+']);
+            assert_eq!(wire_datetime_is_naive(naive), !offset, "{naive}");
         }
         for bad in [
             "",

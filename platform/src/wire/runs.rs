@@ -352,8 +352,6 @@ pub fn is_terminal_status(status: &str) -> bool {
 /// A run as a page of `GET /rft/runs` holds it, read whole ([`RlRun`]) or only as far as a
 /// list shows it ([`RunHead`]).
 pub trait ListedRun: serde::de::DeserializeOwned {
-    /// Run id.
-    fn id(&self) -> &str;
     /// Owner.
     fn user_id(&self) -> &str;
     /// Creation time, as sent.
@@ -365,9 +363,6 @@ pub trait ListedRun: serde::de::DeserializeOwned {
 }
 
 impl ListedRun for RlRun {
-    fn id(&self) -> &str {
-        &self.id
-    }
     fn user_id(&self) -> &str {
         &self.user_id
     }
@@ -434,9 +429,6 @@ impl RunHead {
 }
 
 impl ListedRun for RunHead {
-    fn id(&self) -> &str {
-        &self.id
-    }
     fn user_id(&self) -> &str {
         &self.user_id
     }
