@@ -230,6 +230,12 @@ impl SandboxHandle {
         })
     }
 
+    /// The names of every volume of every owner, in creation order.
+    pub fn volume_names(&self) -> Vec<String> {
+        self.state
+            .with_world(|w| w.volumes.iter().map(|v| v.name.clone()).collect())
+    }
+
     /// `POST /training/runs` requests received so far.
     pub fn create_requests(&self) -> u64 {
         self.state.with_world(|w| w.create_requests)

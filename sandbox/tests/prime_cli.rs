@@ -160,13 +160,13 @@ fn shown(line: &str) -> Option<String> {
 }
 
 /// Advances the manual clock whenever the CLI is waiting for a new volume.
-async fn advance_while_volume_waits(sb: &SandboxHandle) {
-    for _ in 0..600 {
-        if sb
-            .request_log()
-            .iter()
-            .any(|r| r.method == "POST" && r.path == "/api/v1/training/volumes")
-        {
+async fn advance_while_volume_waits(sb: &SandboxHandle, volume: &str) {
+    // The clock moves once the volume exists, not once its POST arrives: the request log is
+    // written before the handler reads the clock, so advancing on the request alone can
+    // create the volume after the advance, never ready on a manual clock (CI saw this).
+    // Bounded so a CLI that never creates it fails on the run's own timeout, not here.
+    for _ in 0..2400 {
+        if sb.volume_names().iter().any(|n| n == volume) {
             sb.advance(Duration::from_secs(10));
             return;
         }
@@ -299,7 +299,10 @@ async fn the_official_cli_works_against_the_sandbox() {
         "-o",
         "json",
     ];
-    let (dispatch, ()) = tokio::join!(team.run(&vol_args), advance_while_volume_waits(&sb),);
+    let (dispatch, ()) = tokio::join!(
+        team.run(&vol_args),
+        advance_while_volume_waits(&sb, "sbx-vol")
+    );
     assert_eq!(dispatch.code, 0, "{} {}", dispatch.stdout, dispatch.stderr);
     let team_run = dispatch.json()["run"]["runId"]
         .as_str()
