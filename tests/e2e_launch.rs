@@ -462,9 +462,10 @@ async fn h_a_client_that_cancels_mid_dispatch_never_causes_a_second_run() {
     );
     // Give up on the call while the platform is still answering.
     let _ = tokio::time::timeout(Duration::from_millis(300), c.call_tool(params)).await;
-    // Retries until the in-flight dispatch settles, then the same run comes back.
+    // Retries until the in-flight dispatch settles (a minute at least), then the same run
+    // comes back.
     let mut out = None;
-    for _ in 0..50 {
+    for _ in 0..600 {
         let r = call(&c, "launch_run", json!({"plan_id": p["plan_id"]})).await;
         if r.is_error != Some(true) {
             out = Some(ok(&r));
@@ -656,7 +657,9 @@ async fn n_a_missing_volume_is_named_and_created_exactly_once() {
         let url = format!("{}/_sandbox/clock/advance", w.sandbox.base_url());
         tokio::spawn(async move {
             let http = reqwest::Client::new();
-            for _ in 0..200 {
+            // Until aborted: a tick count would stop the clock on a slow machine before the
+            // volume's create read it, and the volume would never come up.
+            loop {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 let _ = http.post(&url).json(&json!({"seconds": 1})).send().await;
             }

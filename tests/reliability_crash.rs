@@ -72,9 +72,13 @@ async fn a_server_killed_mid_dispatch_reconciles_after_restart_and_never_creates
         .with_arguments(json!({"plan_id": plan_id}).as_object().unwrap().clone());
     let in_flight = tokio::spawn(async move { peer.call_tool(params).await });
 
-    // Wait (bounded, polling the sandbox) until the run exists, then kill the server.
+    // Wait (polling the sandbox, up to 120 s on a loaded machine) until the run exists, then
+    // kill the server. An answer first fails the next assertion at once.
     let mut seen = false;
-    for _ in 0..200 {
+    for _ in 0..4800 {
+        if in_flight.is_finished() {
+            break;
+        }
         if !runs_named(&w, "crash-run").is_empty() {
             seen = true;
             break;
