@@ -201,7 +201,8 @@ async fn a_cancelled_watch_stops_polling_at_once() {
     let c = w.client_with_env(fast_env(&w), &[], Era::Legacy).await;
     // The client gives up once the watch has polled three times: dropping the request sends
     // notifications/cancelled. Conditions, not deadlines, so a slow machine only waits longer.
-    let watch = call(&c, "watch_run", json!({"run_id": run, "timeout_s": 60}));
+    // The longest watch there is: one that ignored the cancel would poll past the check below.
+    let watch = call(&c, "watch_run", json!({"run_id": run, "timeout_s": 600}));
     let polled_thrice = async {
         loop {
             if requests_for(&w, &run) >= 3 {

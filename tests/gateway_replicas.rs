@@ -275,12 +275,12 @@ async fn a_replica_killed_mid_dispatch_is_settled_by_the_others_with_one_run() {
     let in_flight = tokio::spawn(async move { peer.call_tool(params).await });
     let mut seen = false;
     for _ in 0..4800 {
-        if in_flight.is_finished() {
-            break;
-        }
         if !runs_named(&w, "killed-run").is_empty() {
             seen = true;
             break;
+        }
+        if in_flight.is_finished() {
+            panic!("answered before the create: {:?}", in_flight.await);
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
