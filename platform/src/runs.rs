@@ -602,7 +602,11 @@ impl PlatformClient {
         .query_opt("min_step", query.min_step)
         .query_opt("max_step", query.max_step)
         .query_opt("limit", query.limit);
-        self.http.json(call).await
+        // Read in one pass from the body's text; anything that does not read so is read as
+        // any answer is, and reported so.
+        self.http
+            .json_fast(call, |body| MetricsResponse::from_body(body))
+            .await
     }
 
     /// `GET /rft/runs/{id}/progress`.

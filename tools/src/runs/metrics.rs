@@ -187,16 +187,16 @@ fn summarise<'a>(
     for (i, fields) in records.enumerate() {
         let Some(fields) = fields else { continue };
         let x = fields.step.map_or(i as f64, |s| s as f64);
-        for (j, (name, value)) in fields.values.iter().enumerate() {
+        for (j, (name, value)) in fields.values().enumerate() {
             if names.is_some_and(|n| !n.iter().any(|n| n == name)) {
                 continue;
             }
             let k = match by_position.get(j) {
-                Some(&k) if series.get(k).is_some_and(|(n, _)| *n == name.as_ref()) => k,
+                Some(&k) if series.get(k).is_some_and(|(n, _)| *n == name) => k,
                 _ => {
-                    let k = *index.entry(name.as_ref()).or_insert_with(|| {
+                    let k = *index.entry(name).or_insert_with(|| {
                         series.push((
-                            name.as_ref(),
+                            name,
                             Series {
                                 last_from: None,
                                 points: Vec::with_capacity(if series.len() < ROOM_SERIES {
@@ -222,7 +222,7 @@ fn summarise<'a>(
                 s.last_from = None;
             }
             if let Some(y) = value {
-                s.points.push((x, *y));
+                s.points.push((x, y));
                 s.last_from = Some(i);
             }
         }
