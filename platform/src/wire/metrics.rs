@@ -17,20 +17,22 @@ use super::null_default;
 /// `GET /rft/runs/{id}/metrics`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct MetricsResponse {
-    /// Metric records, verbatim.
+    /// Metric records, each as the tree its text reads as.
     #[serde(default, deserialize_with = "null_default")]
     pub metrics: Vec<MetricRecord>,
 }
 
 impl MetricsResponse {
     /// The answer read from its body in one pass, every record's names and strings left in
-    /// the body's text (kept once, shared by the records); `None` when the body is not a JSON
-    /// object read so (not UTF-8, not JSON, `metrics` sent twice or not a list): the caller
-    /// then reads it as any answer, through [`Deserialize`], which reports what is wrong.
+    /// the body's text (kept once, shared by the records); `None` when the body is not read so
+    /// (not UTF-8, not a JSON object, `metrics` sent twice or not a list): the caller then reads
+    /// it as any answer (the derived [`Deserialize`], then as a tree), which reads it or
+    /// reports what is wrong as before.
     ///
-    /// What it reads is what reading the body as a JSON tree reads: a record the tree could
+    /// Each record is what reading the body as a JSON tree makes of it: a record the tree could
     /// not hold (a number out of range, a lone surrogate escape, nesting past serde_json's
     /// limit, counted from the top of the answer as the tree counts it) fails the whole answer.
+    /// Fields beside `metrics` are passed over unchecked, as the derived reader passes them.
     pub fn from_body(body: &[u8]) -> Option<MetricsResponse> {
         let text: Arc<str> = Arc::from(std::str::from_utf8(body).ok()?);
         let mut de = serde_json::Deserializer::from_str(&text);
@@ -336,6 +338,10 @@ impl<'de> Visitor<'de> for Records<'_> {
     }
 }
 
+/// The name serde_json's tree reads specially when it comes first in an object (its
+/// `raw_value` feature, which this workspace and axum turn on): see [`RecordVisitor`].
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
 /// Where `s` stands in `text`, when it is a slice of it.
 fn located(s: &str, text: Option<&str>) -> Text {
     if let Some(text) = text {
@@ -375,6 +381,14 @@ impl<'de> Visitor<'de> for RecordVisitor<'_> {
         let mut fields: Vec<(Text, Field)> =
             Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
         while let Some(name) = map.next_key_seed(TextSeed { text: self.text })? {
+            if fields.is_empty() && name.get(self.text) == RAW_VALUE_TOKEN {
+                // As serde_json's tree reads an object whose first name is this token: the
+                // value is the JSON its string holds, and no other field may follow (the
+                // reader's end of the object refuses one).
+                let inner: String = map.next_value()?;
+                let tree: Value = serde_json::from_str(&inner).map_err(de::Error::custom)?;
+                return Ok(MetricRecord::from(&tree).shape);
+            }
             let value = map.next_value_seed(FieldSeed { text: self.text })?;
             if name.get(self.text) == "step" {
                 step = value.as_step();
@@ -538,7 +552,7 @@ mod tests {
                         .collect::<Vec<_>>(),
                 );
                 assert_eq!(Some(got), by_tree(&v), "{v}");
-                assert_eq!(r.to_value(), v);
+                assert_eq!(r.to_value().to_string(), v.to_string());
             }
         }
         for v in [
@@ -625,6 +639,17 @@ mod tests {
             let derived: MetricsResponse = serde_json::from_str(body).unwrap();
             let fast = MetricsResponse::from_body(body.as_bytes()).expect(body);
             assert_eq!(fast, derived, "{body}");
+            let tree: Value = serde_json::from_str(body).unwrap();
+            let want: Vec<String> = match &tree["metrics"] {
+                Value::Array(records) => records.iter().map(Value::to_string).collect(),
+                _ => Vec::new(),
+            };
+            let got: Vec<String> = fast
+                .metrics
+                .iter()
+                .map(|r| r.to_value().to_string())
+                .collect();
+            assert_eq!(got, want, "{body}");
             assert_eq!(
                 serde_json::to_value(&fast).unwrap(),
                 serde_json::to_value(&derived).unwrap()
@@ -686,6 +711,7 @@ mod tests {
             Just("l\\\"o".to_string()),
             Just("\\ud83d\\ude00".to_string()),
             Just("\\ud800".to_string()),
+            Just(RAW_VALUE_TOKEN.to_string()),
             "[a-z/_]{0,6}",
         ];
         let leaf = prop_oneof![
@@ -698,6 +724,9 @@ mod tests {
             Just("1e-400".to_string()),
             Just("true".to_string()),
             Just("null".to_string()),
+            // Strings holding JSON, for a record whose first name is the raw-value token.
+            Just(r#""{\"step\": 2, \"loss\": 1.5, \"loss\": 3}""#.to_string()),
+            Just(r#""[1, 2]""#.to_string()),
             name.clone().prop_map(|n| format!("\"{n}\"")),
         ];
         leaf.prop_recursive(4, 24, 5, move |inner| {
@@ -733,7 +762,8 @@ mod tests {
                         (f.step, f.values().map(|(k, n)| (k.to_owned(), n)).collect::<Vec<_>>())
                     });
                     proptest::prop_assert_eq!(got, by_tree_listing_twice(&text, &v), "{}", text);
-                    proptest::prop_assert_eq!(r.to_value(), v.clone());
+                    // Compared as text: maps compare equal whatever their order.
+                    proptest::prop_assert_eq!(r.to_value().to_string(), v.to_string());
                 }
             }
         }
@@ -746,6 +776,10 @@ mod tests {
         let mut de = serde_json::Deserializer::from_str(text);
         let pairs: Vec<(String, Value)> =
             serde::Deserializer::deserialize_map(&mut de, Pairs).ok()?;
+        if pairs.first().is_some_and(|(k, _)| k == RAW_VALUE_TOKEN) {
+            // The tree is the JSON the token's string holds, read on its own.
+            return by_tree(v);
+        }
         let step = pairs
             .iter()
             .rev()
@@ -789,6 +823,46 @@ mod tests {
             f.values().collect::<Vec<_>>(),
             [("loss", Some(1.0)), ("loss", None)]
         );
+    }
+
+    #[test]
+    fn a_record_led_by_serde_jsons_raw_value_token_reads_as_its_tree() {
+        let token = RAW_VALUE_TOKEN;
+        for (record, read) in [
+            (format!(r#"{{"{token}": "[1]"}}"#), true),
+            (
+                format!(r#"{{"{token}": "{{\"step\": 7, \"loss\": 0.5}}"}}"#),
+                true,
+            ),
+            (
+                r#"{"$serde_json::private::Raw\u0056alue": "{\"step\": 8}"}"#.to_string(),
+                true,
+            ),
+            (format!(r#"{{"a": 1, "{token}": "[1]"}}"#), true),
+            (format!(r#"{{"{token}": 5}}"#), false),
+            (format!(r#"{{"{token}": "[1]", "a": 2}}"#), false),
+            (format!(r#"{{"{token}": "not json"}}"#), false),
+        ] {
+            let body = format!(r#"{{"metrics": [{record}]}}"#);
+            let tree = serde_json::from_str::<Value>(&body);
+            let derived = serde_json::from_str::<MetricsResponse>(&body);
+            let fast = MetricsResponse::from_body(body.as_bytes());
+            assert_eq!(tree.is_ok(), read, "the tree's reading of {record}");
+            assert_eq!(derived.is_ok(), tree.is_ok(), "{record}");
+            assert_eq!(fast.is_some(), tree.is_ok(), "{record}");
+            if let (Ok(tree), Ok(derived), Some(fast)) = (tree, derived, fast) {
+                let want = &tree["metrics"][0];
+                for r in [&derived.metrics[0], &fast.metrics[0]] {
+                    assert_eq!(r.to_value().to_string(), want.to_string(), "{record}");
+                    assert_eq!(
+                        r.fields().map(|f| f.step),
+                        want.as_object()
+                            .map(|o| o.get("step").and_then(Value::as_i64)),
+                        "{record}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
