@@ -32,7 +32,9 @@ impl MetricsResponse {
     /// Each record is what reading the body as a JSON tree makes of it: a record the tree could
     /// not hold (a number out of range, a lone surrogate escape, nesting past serde_json's
     /// limit, counted from the top of the answer as the tree counts it) fails the whole answer.
-    /// Fields beside `metrics` are passed over unchecked, as the derived reader passes them.
+    /// Fields beside `metrics` are passed over unchecked, as the derived reader passes them,
+    /// and an answer led by serde_json's raw-value token (see [`RecordVisitor`]) has no records
+    /// here, as it had none there.
     pub fn from_body(body: &[u8]) -> Option<MetricsResponse> {
         let text: Arc<str> = Arc::from(std::str::from_utf8(body).ok()?);
         let mut de = serde_json::Deserializer::from_str(&text);
@@ -155,7 +157,8 @@ pub struct RecordFields<'a> {
 
 impl<'a> RecordFields<'a> {
     /// Every field but `step` in the order sent, with its value when that is a number. A name
-    /// sent twice is listed twice; the last stands, as in a JSON object read whole.
+    /// sent twice is listed twice; the last stands, as in a JSON object read whole. (A record
+    /// led by serde_json's raw-value token lists the fields of the tree its string holds.)
     pub fn values(&self) -> impl Iterator<Item = (&'a str, Option<f64>)> + 'a {
         let text = self.text;
         self.fields.iter().filter_map(move |(name, value)| {
