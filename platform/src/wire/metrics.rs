@@ -33,7 +33,7 @@ impl MetricsResponse {
     /// not hold (a number out of range, a lone surrogate escape, nesting past serde_json's
     /// limit, counted from the top of the answer as the tree counts it) fails the whole answer.
     /// Fields beside `metrics` are passed over unchecked, as the derived reader passes them,
-    /// and an answer led by serde_json's raw-value token (see [`RecordVisitor`]) has no records
+    /// and an answer led by serde_json's raw-value token (see `RAW_VALUE_TOKEN`) has no records
     /// here, as it had none there.
     pub fn from_body(body: &[u8]) -> Option<MetricsResponse> {
         let text: Arc<str> = Arc::from(std::str::from_utf8(body).ok()?);
@@ -45,25 +45,15 @@ impl MetricsResponse {
 }
 
 /// One metric record as the platform sent it (any JSON value; an object in practice): an
-/// object's fields in the order sent, anything else as a tree.
+/// object's fields in the order sent ([`Field::Object`]), anything else as any field's value.
 #[derive(Clone)]
 pub struct MetricRecord {
     /// The answer's text its [`Text::At`] names and strings stand in (`None` when it was
     /// read from a tree or alone).
     text: Option<Arc<str>>,
-    shape: Shape,
-}
-
-#[derive(Clone)]
-enum Shape {
-    /// An object: its integer `step` (the last occurrence, as a tree keeps) and every field,
-    /// `step` included, in the order sent.
-    Object {
-        step: Option<i64>,
-        fields: Vec<(Text, Field)>,
-    },
-    /// Any other value.
-    Other(Value),
+    /// An object's `step` when it is an integer (its last occurrence, as a tree keeps).
+    step: Option<i64>,
+    value: Field,
 }
 
 /// A name or string: where it stands in the answer's text when it was read from there as
@@ -74,7 +64,7 @@ enum Text {
     Owned(Box<str>),
 }
 
-/// A field's value as a JSON tree would hold it.
+/// A field's value as a JSON tree would hold it; or a record that is an object.
 #[derive(Clone)]
 enum Field {
     Int(i64),
@@ -84,6 +74,9 @@ enum Field {
     Null,
     Str(Text),
     Tree(Box<Value>),
+    /// A record's fields, `step` included, in the order sent (only a record is read so; an
+    /// object inside one is a [`Field::Tree`]).
+    Object(Vec<(Text, Field)>),
 }
 
 impl Text {
@@ -126,6 +119,27 @@ impl Field {
             Field::Null => Value::Null,
             Field::Str(s) => Value::String(s.get(text).to_owned()),
             Field::Tree(v) => (**v).clone(),
+            Field::Object(fields) => {
+                // A name sent twice keeps its first place and its last value, as serde_json's
+                // map does.
+                let mut map = Map::with_capacity(fields.len());
+                for (name, value) in fields {
+                    map.insert(name.get(text).to_owned(), value.to_value(text));
+                }
+                Value::Object(map)
+            }
+        }
+    }
+
+    /// A record from its tree: an object's fields, anything else as a field's value.
+    fn record_of(v: &Value) -> Field {
+        match v {
+            Value::Object(map) => Field::Object(
+                map.iter()
+                    .map(|(k, v)| (Text::Owned(k.as_str().into()), Field::of_value(v)))
+                    .collect(),
+            ),
+            other => Field::of_value(other),
         }
     }
 
@@ -184,30 +198,32 @@ impl fmt::Debug for RecordFields<'_> {
 }
 
 impl MetricRecord {
-    /// The record as a JSON tree: what reading its text as a tree gives (a name sent twice
-    /// keeps its first place and its last value, as serde_json's map does).
+    /// The record `value`, its names and strings standing in `text`.
+    fn new(text: Option<Arc<str>>, value: Field) -> MetricRecord {
+        let step = match &value {
+            Field::Object(fields) => fields
+                .iter()
+                .rev()
+                .find(|(name, _)| name.get(text.as_deref()) == "step")
+                .and_then(|(_, v)| v.as_step()),
+            _ => None,
+        };
+        MetricRecord { text, step, value }
+    }
+
+    /// The record as a JSON tree: what reading its text as a tree gives.
     pub fn to_value(&self) -> Value {
-        let text = self.text.as_deref();
-        match &self.shape {
-            Shape::Object { fields, .. } => {
-                let mut map = Map::with_capacity(fields.len());
-                for (name, value) in fields {
-                    map.insert(name.get(text).to_owned(), value.to_value(text));
-                }
-                Value::Object(map)
-            }
-            Shape::Other(v) => v.clone(),
-        }
+        self.value.to_value(self.text.as_deref())
     }
 
     /// Its step and every other field as read, without a tree (names borrowed); `None` when
     /// the record is not an object.
     pub fn fields(&self) -> Option<RecordFields<'_>> {
-        let Shape::Object { step, fields } = &self.shape else {
+        let Field::Object(fields) = &self.value else {
             return None;
         };
         Some(RecordFields {
-            step: *step,
+            step: self.step,
             fields,
             text: self.text.as_deref(),
         })
@@ -235,17 +251,7 @@ impl PartialEq for MetricRecord {
 
 impl From<&Value> for MetricRecord {
     fn from(v: &Value) -> Self {
-        let shape = match v {
-            Value::Object(map) => Shape::Object {
-                step: map.get("step").and_then(Value::as_i64),
-                fields: map
-                    .iter()
-                    .map(|(k, v)| (Text::Owned(k.as_str().into()), Field::of_value(v)))
-                    .collect(),
-            },
-            other => Shape::Other(other.clone()),
-        };
-        MetricRecord { text: None, shape }
+        MetricRecord::new(None, Field::record_of(v))
     }
 }
 
@@ -253,8 +259,8 @@ impl<'de> Deserialize<'de> for MetricRecord {
     /// A record read alone or from a tree: names and strings kept as owned text. (An answer's
     /// body is read by [`MetricsResponse::from_body`], which leaves them in its text.)
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let shape = d.deserialize_any(RecordVisitor { text: None })?;
-        Ok(MetricRecord { text: None, shape })
+        let value = d.deserialize_any(FieldSeed::record(None))?;
+        Ok(MetricRecord::new(None, value))
     }
 }
 
@@ -329,20 +335,15 @@ impl<'de> Visitor<'de> for Records<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(shape) = seq.next_element_seed(RecordVisitor {
-            text: Some(self.text),
-        })? {
-            out.push(MetricRecord {
-                text: Some(self.text.clone()),
-                shape,
-            });
+        while let Some(value) = seq.next_element_seed(FieldSeed::record(Some(self.text)))? {
+            out.push(MetricRecord::new(Some(self.text.clone()), value));
         }
         Ok(out)
     }
 }
 
 /// The name serde_json's tree reads specially when it comes first in an object (its
-/// `raw_value` feature, which this workspace and axum turn on): see [`RecordVisitor`].
+/// `raw_value` feature, which this workspace and axum turn on): see [`FieldSeed`].
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// Where `s` stands in `text`, when it is a slice of it.
@@ -356,74 +357,6 @@ fn located(s: &str, text: Option<&str>) -> Text {
         }
     }
     Text::Owned(s.into())
-}
-
-/// Reads a record: an object into its fields, any other value into a tree. `text` is the
-/// answer's text the record is read from, when it is.
-#[derive(Clone, Copy)]
-struct RecordVisitor<'t> {
-    text: Option<&'t str>,
-}
-
-impl<'de> DeserializeSeed<'de> for RecordVisitor<'_> {
-    type Value = Shape;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Shape, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RecordVisitor<'_> {
-    type Value = Shape;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a metric record")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
-        let mut step = None;
-        let mut fields: Vec<(Text, Field)> =
-            Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
-        while let Some(name) = map.next_key_seed(TextSeed { text: self.text })? {
-            if fields.is_empty() && name.get(self.text) == RAW_VALUE_TOKEN {
-                // As serde_json's tree reads an object whose first name is this token: the
-                // value is the JSON its string holds, and no other field may follow (the
-                // reader's end of the object refuses one).
-                let inner: String = map.next_value()?;
-                let tree: Value = serde_json::from_str(&inner).map_err(de::Error::custom)?;
-                return Ok(MetricRecord::from(&tree).shape);
-            }
-            let value = map.next_value_seed(FieldSeed { text: self.text })?;
-            if name.get(self.text) == "step" {
-                step = value.as_step();
-            }
-            fields.push((name, value));
-        }
-        Ok(Shape::Object { step, fields })
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Shape, A::Error> {
-        Value::deserialize(SeqAccessDeserializer::new(seq)).map(Shape::Other)
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Shape, E> {
-        Ok(Shape::Other(Value::Bool(v)))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Shape, E> {
-        Ok(Shape::Other(Value::from(v)))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Shape, E> {
-        Ok(Shape::Other(Value::from(v)))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Shape, E> {
-        Ok(Shape::Other(
-            Number::from_f64(v).map_or(Value::Null, Value::Number),
-        ))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Shape, E> {
-        Ok(Shape::Other(Value::String(v.to_owned())))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Shape, E> {
-        Ok(Shape::Other(Value::Null))
-    }
 }
 
 /// A record's field name.
@@ -451,10 +384,19 @@ impl<'de> Visitor<'de> for TextSeed<'_> {
     }
 }
 
-/// A field's value: a number, string, `true`/`false` or `null` as read; an array or object
-/// as the tree it is.
+/// A field's value: a number, string, `true`/`false` or `null` as read; an array as the tree
+/// it is; an object as the tree it is, or, for a record, as its fields. `text` is the answer's
+/// text the value is read from, when it is.
+#[derive(Clone, Copy)]
 struct FieldSeed<'t> {
     text: Option<&'t str>,
+    record: bool,
+}
+
+impl<'t> FieldSeed<'t> {
+    fn record(text: Option<&'t str>) -> Self {
+        FieldSeed { text, record: true }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
@@ -494,8 +436,29 @@ impl<'de> Visitor<'de> for FieldSeed<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Field, A::Error> {
         Value::deserialize(SeqAccessDeserializer::new(seq)).map(|v| Field::Tree(Box::new(v)))
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Field, A::Error> {
-        Value::deserialize(MapAccessDeserializer::new(map)).map(|v| Field::Tree(Box::new(v)))
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Field, A::Error> {
+        if !self.record {
+            return Value::deserialize(MapAccessDeserializer::new(map))
+                .map(|v| Field::Tree(Box::new(v)));
+        }
+        let mut fields: Vec<(Text, Field)> =
+            Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
+        while let Some(name) = map.next_key_seed(TextSeed { text: self.text })? {
+            if fields.is_empty() && name.get(self.text) == RAW_VALUE_TOKEN {
+                // As serde_json's tree reads an object whose first name is this token: the
+                // value is the JSON its string holds, and no other field may follow (the
+                // reader's end of the object refuses one).
+                let inner: String = map.next_value()?;
+                let tree: Value = serde_json::from_str(&inner).map_err(de::Error::custom)?;
+                return Ok(Field::record_of(&tree));
+            }
+            let value = map.next_value_seed(FieldSeed {
+                text: self.text,
+                record: false,
+            })?;
+            fields.push((name, value));
+        }
+        Ok(Field::Object(fields))
     }
 }
 
@@ -683,7 +646,7 @@ mod tests {
             br#"{"metrics": [{"step": 1, "a\u0062": "x", "t": "y\n"}]}"#,
         )
         .unwrap();
-        let Shape::Object { fields, .. } = &m.metrics[0].shape else {
+        let Field::Object(fields) = &m.metrics[0].value else {
             panic!("an object")
         };
         let kinds: Vec<(bool, bool)> = fields
