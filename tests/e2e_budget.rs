@@ -398,3 +398,69 @@ async fn an_answer_over_the_policy_cap_is_replaced_by_its_size_and_how_to_get_th
     c.cancel().await.unwrap();
     w.sandbox.shutdown().await;
 }
+
+/// The playbook's account has one run; a busy one has pages of them. Its default list (ten runs
+/// across the personal account and two teams, with failed runs' errors, teammates' runs and a
+/// teammate's 20 KB run name among them) fits the 4 KB budget, and so does every later page.
+#[tokio::test]
+async fn a_busy_accounts_default_run_list_fits_the_budget() {
+    use factory_sandbox::TEAM_BETA_ID;
+    let w = World::new().await;
+    let owners = [(0, None), (0, Some(TEAM)), (1, Some(TEAM_BETA_ID))];
+    for i in 0..36 {
+        let (user, team) = owners[i % owners.len()];
+        // Every fourth one runs out of memory: FAILED, with the platform's error message.
+        let kind = if i % 4 == 0 {
+            "oom-sweep"
+        } else {
+            "reverse-text"
+        };
+        let name = format!("{kind}-qwen3-0.6b-lr3e-6-batch8-seed{i:03}");
+        w.create_run(user, &name, 20, team).await;
+        w.advance(7);
+    }
+    w.create_run(
+        1,
+        &format!("x{}", "🙂\n".repeat(5_000)),
+        20,
+        Some(TEAM_BETA_ID),
+    )
+    .await;
+    w.advance(300);
+    let c = w.client(0, &[], Era::Modern).await;
+    let r = call(&c, "list_runs", json!({})).await;
+    let listed = common::ok(&r);
+    let bytes = text(&r).len();
+    println!("list_runs, default, on an account of 37 runs: {bytes} bytes of text");
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 10, "{listed}");
+    assert_eq!(listed["total"], 37, "{listed}");
+    assert!(bytes <= DEFAULT_BUDGET, "{bytes} bytes: {}", text(&r));
+    let runs = listed["runs"].as_array().unwrap();
+    assert!(
+        runs.iter()
+            .any(|r| r["status"] == "FAILED" && r["error_message"].is_string())
+    );
+    assert!(runs.iter().any(|r| r["team_id"] == TEAM_BETA_ID));
+    assert!(runs.iter().any(|r| r.get("team_id").is_none()));
+    let long = &runs[0];
+    assert!(long["name"].as_str().unwrap().ends_with('…'), "{long}");
+    // Every page of the default size fits too, and together they show every run once.
+    let mut seen = std::collections::HashSet::new();
+    for page in 1..=4 {
+        let r = call(&c, "list_runs", json!({"page": page})).await;
+        assert!(
+            text(&r).len() <= DEFAULT_BUDGET,
+            "page {page}: {}",
+            text(&r)
+        );
+        for run in common::ok(&r)["runs"].as_array().unwrap() {
+            assert!(
+                seen.insert(run["id"].as_str().unwrap().to_string()),
+                "{run}"
+            );
+        }
+    }
+    assert_eq!(seen.len(), 37);
+    c.cancel().await.unwrap();
+    w.sandbox.shutdown().await;
+}

@@ -74,20 +74,29 @@ async fn list_runs_without_an_owner_shows_every_owner_and_whoami_says_the_owner_
         summary.contains("the personal account and 2 team(s)"),
         "{summary}"
     );
-    let label = |id: &str| {
+    // Each run says its owner: a team's run its team (which `scope` names) and who created it;
+    // a run of the personal account neither.
+    let listed_run = |id: &str| {
         listed["runs"]
             .as_array()
             .unwrap()
             .iter()
             .find(|r| r["id"] == id)
-            .map(|r| r["owner"].as_str().unwrap().to_string())
+            .cloned()
             .unwrap()
     };
-    assert_eq!(label(&personal_run), "personal account");
+    let personal = listed_run(&personal_run);
+    assert!(personal.get("team_id").is_none(), "{personal}");
+    assert!(personal.get("user_id").is_none(), "{personal}");
+    let team = listed_run(&team_run);
+    assert_eq!(team["team_id"], TEAM_BETA_ID, "{team}");
+    assert_eq!(team["user_id"], w.sandbox.users()[BOB].id, "{team}");
     assert!(
-        label(&team_run).starts_with(&format!("team {TEAM_BETA_ID}")),
-        "{}",
-        label(&team_run)
+        listed["scope"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("team {TEAM_BETA_ID} (Team Beta)")),
+        "{listed}"
     );
     // The status filter covers every owner too.
     let running = ok(&call(&c, "list_runs", json!({"status": "RUNNING"})).await);
@@ -386,5 +395,70 @@ async fn a_later_page_across_owners_reads_each_owner_newest_runs_only() {
     // Filtered, the pages are of 100 (the matches may be anywhere in an owner's list).
     let (_, requests) = listed(json!({"status": "QUEUED", "limit": 2})).await;
     assert_eq!(requests, once_each("100"));
+    c.cancel().await.unwrap();
+}
+
+/// `list_runs {}` with the teams request held until `want` requests for runs were made (for at
+/// most 10 s); how many were made by then, and the answer.
+async fn list_with_the_teams_held(
+    w: &World,
+    c: &common::Client,
+    want: usize,
+) -> (usize, rmcp::model::CallToolResult) {
+    use factory_sandbox::{FaultEffect, FaultRule};
+    let mut hold = FaultRule::new("/api/v1/user/teams", FaultEffect::Hold);
+    hold.method = Some("GET".into());
+    hold.times = Some(1);
+    w.sandbox.add_fault(hold);
+    let from = w.sandbox.request_log().len();
+    let runs_requests = || {
+        w.sandbox.request_log()[from..]
+            .iter()
+            .filter(|r| r.method == "GET" && r.path == "/api/v1/rft/runs")
+            .count()
+    };
+    let peer = c.peer().clone();
+    let params = rmcp::model::CallToolRequestParams::new("list_runs")
+        .with_arguments(json!({}).as_object().unwrap().clone());
+    let call = tokio::spawn(async move { peer.call_tool(params).await });
+    for _ in 0..400 {
+        if w.sandbox.held_requests() == 1 && runs_requests() >= want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let made = runs_requests();
+    assert_eq!(w.sandbox.release_held(), 1, "the teams request was held");
+    (made, call.await.expect("join").expect("list_runs"))
+}
+
+/// An argument-less list reads the owners afresh on every call. From the second call on, it reads
+/// the runs of the owners the last read found while it reads the owners again: one round trip
+/// where there were two. With the teams request held, the first call asks for no runs (it knows
+/// no owner yet), the second asks for every owner's, and both answer the same.
+#[tokio::test]
+async fn list_runs_reads_the_known_owners_runs_beside_the_owners_read() {
+    let w = World::new().await;
+    w.create_run(BOB, "beta-run", 1000, Some(TEAM_BETA_ID))
+        .await;
+    w.create_run(ALICE, "alpha-run", 1000, Some(TEAM_ALPHA_ID))
+        .await;
+    w.create_run(ALICE, "personal-run", 1000, None).await;
+    w.advance(10);
+    let c = w.client(ALICE, &[], Era::Modern).await;
+
+    let (made, first) = list_with_the_teams_held(&w, &c, 0).await;
+    assert_eq!(made, 0, "no owner is known before the first read");
+    let first = ok(&first);
+    assert_eq!(ids(&first).len(), 3, "{first}");
+
+    let (made, second) = list_with_the_teams_held(&w, &c, 3).await;
+    assert_eq!(
+        made, 3,
+        "each owner's runs asked for while the teams were read"
+    );
+    let second = ok(&second);
+    assert_eq!(second["runs"], first["runs"]);
+    assert_eq!(second["scope"], first["scope"]);
     c.cancel().await.unwrap();
 }

@@ -197,12 +197,22 @@ impl Owners {
             .filter(|o| o.team.is_some())
             .map(OwnerRef::label)
             .collect();
+        match teams.is_empty() {
+            true => self.scope_count(),
+            false => format!("{}: {}", self.scope_count(), teams.join(", ")),
+        }
+    }
+
+    /// [`Owners::scope_text`] without the teams' ids and names: "the personal account and 2
+    /// team(s)", for a summary line beside a field that names them.
+    pub(crate) fn scope_count(&self) -> String {
+        let teams = self.all.iter().filter(|o| o.team.is_some()).count();
         let personal = self.all.iter().any(|o| o.team.is_none());
-        match (personal, teams.len()) {
+        match (personal, teams) {
             (true, 0) => "the personal account".into(),
             (false, 0) => "no owner (the policy allows none of this key's owners)".into(),
-            (true, n) => format!("the personal account and {n} team(s): {}", teams.join(", ")),
-            (false, n) => format!("{n} team(s): {}", teams.join(", ")),
+            (true, n) => format!("the personal account and {n} team(s)"),
+            (false, n) => format!("{n} team(s)"),
         }
     }
 }
@@ -264,6 +274,7 @@ pub(crate) async fn owners(
             name: None,
         });
     }
+    state.set_known_owners(all.iter().map(|o| o.team.clone()).collect());
     Ok(Owners { all, standing })
 }
 

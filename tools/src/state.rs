@@ -127,6 +127,10 @@ pub struct AppState {
     pub polls: crate::pacing::PollBudget,
     /// The approval page: who serves it, and the calls waiting on its decisions.
     pub page: Arc<crate::approval_page::PageHub>,
+    /// The owners (`None`: the personal account) the last read of them found, in its order:
+    /// whose runs `list_runs` reads while it reads the owners again. A guess that saves a round
+    /// trip, never an answer: nothing is shown of an owner the new read does not find.
+    known_owners: std::sync::Mutex<Option<Vec<Option<String>>>>,
 }
 
 impl AppState {
@@ -150,6 +154,7 @@ impl AppState {
             forwardable: Vec::new(),
             polls: crate::pacing::PollBudget::default(),
             page: Arc::default(),
+            known_owners: std::sync::Mutex::default(),
         }
     }
 
@@ -208,6 +213,22 @@ impl AppState {
     /// first use.
     pub fn platform(&self) -> Result<&PlatformClient, ToolError> {
         self.platform.get().as_ref().map_err(Clone::clone)
+    }
+
+    /// The owners the last read of them found (see `owner::owners`), if one was made.
+    pub(crate) fn known_owners(&self) -> Option<Vec<Option<String>>> {
+        self.known_owners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Keep what a read of the owners found.
+    pub(crate) fn set_known_owners(&self, owners: Vec<Option<String>>) {
+        *self
+            .known_owners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(owners);
     }
 
     /// The workspace that file arguments must resolve inside.
