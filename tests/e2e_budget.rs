@@ -401,7 +401,8 @@ async fn an_answer_over_the_policy_cap_is_replaced_by_its_size_and_how_to_get_th
 
 /// The playbook's account has one run; a busy one has pages of them. Its default list (ten runs
 /// across the personal account and two teams, with failed runs' errors, teammates' runs and a
-/// teammate's 20 KB run name among them) fits the 4 KB budget, and so does every later page.
+/// teammate's run named with 25 KB, 5 000 lines of emoji, among them) fits the 4 KB budget, and
+/// so does every later page.
 #[tokio::test]
 async fn a_busy_accounts_default_run_list_fits_the_budget() {
     use factory_sandbox::TEAM_BETA_ID;

@@ -236,6 +236,25 @@ impl SandboxHandle {
             .with_world(|w| w.volumes.iter().map(|v| v.name.clone()).collect())
     }
 
+    /// Make user `user_id` a member of team `team_id` (`true`, as a `MEMBER`) or no longer one
+    /// (`false`): someone joining or leaving a team between two calls of a client. Returns
+    /// whether the team exists. An invention: the platform's teams are managed in its web app.
+    pub fn set_member(&self, team_id: &str, user_id: &str, member: bool) -> bool {
+        self.state.mutate(|w| {
+            let Some(team) = w.seed.teams.iter_mut().find(|t| t.id == team_id) else {
+                return false;
+            };
+            team.members.retain(|m| m.user_id != user_id);
+            if member {
+                team.members.push(crate::seed::SeedMember {
+                    user_id: user_id.to_string(),
+                    role: "MEMBER".into(),
+                });
+            }
+            true
+        })
+    }
+
     /// `POST /training/runs` requests received so far.
     pub fn create_requests(&self) -> u64 {
         self.state.with_world(|w| w.create_requests)

@@ -85,8 +85,8 @@ impl StatusArg {
 
 /// A run as listed: what an assistant needs to pick one, and no more, so that a default page
 /// (ten runs) fits the 4 KB a default answer aims at (`docs/BUDGETS.md`). A field the platform
-/// sent no value for is left out. get_run has the rest (the kind, the start time, the configs,
-/// the failure analysis).
+/// sent no value for is left out. get_run has the rest (the kind, the start time, the failure
+/// analysis).
 ///
 /// Every string is the platform's, and any client of the platform may have written it (a
 /// teammate's run name, an error message): each is one line and bounded, so that no run can
@@ -311,7 +311,7 @@ async fn list_runs(
 const OWNERS_AT_ONCE: usize = 4;
 
 /// `list_runs` without an owner: each owner's newest runs (enough of them for this page),
-/// merged newest first and labelled with their owner.
+/// merged newest first, a team's run with its team.
 ///
 /// The owners are read afresh on every call (a team joined or left shows at once), and the
 /// runs of the owners the last read found are read at the same time: one round trip to the
