@@ -465,54 +465,61 @@ async fn list_runs_reads_the_known_owners_runs_beside_the_owners_read() {
 
 /// A team left between two calls: the next call reads its runs beside the owners' read (the
 /// platform refuses: no longer a member), drops that read with its error, and shows the other
-/// owners' runs without failing. Joined again, the team's runs are shown from the next call,
-/// read after the owners' read found it.
+/// owners' runs without failing. The team left is the middle one of three, so a read given to
+/// the wrong owner (by position) fails too. Joined again, the team's runs are shown from the
+/// next call, read after the owners' read found it.
 #[tokio::test]
 async fn list_runs_follows_a_team_left_and_joined_between_calls() {
     let w = World::new().await;
     let beta_run = w
         .create_run(BOB, "beta-run", 1000, Some(TEAM_BETA_ID))
         .await;
+    let alpha_run = w
+        .create_run(ALICE, "alpha-run", 1000, Some(TEAM_ALPHA_ID))
+        .await;
     let personal_run = w.create_run(ALICE, "personal-run", 1000, None).await;
     w.advance(10);
     let alice = w.sandbox.users()[ALICE].id.clone();
     let c = w.client(ALICE, &[], Era::Modern).await;
-    let beta_reads = |from: usize| {
+    let alpha_reads = |from: usize| {
         w.sandbox.request_log()[from..]
             .iter()
             .filter(|r| {
                 r.path == "/api/v1/rft/runs"
-                    && r.query.as_deref().is_some_and(|q| q.contains(TEAM_BETA_ID))
+                    && r.query
+                        .as_deref()
+                        .is_some_and(|q| q.contains(TEAM_ALPHA_ID))
             })
             .count()
     };
+    let all = vec![personal_run.clone(), alpha_run.clone(), beta_run.clone()];
 
     let before = ok(&call(&c, "list_runs", json!({})).await);
-    assert_eq!(ids(&before), vec![personal_run.clone(), beta_run.clone()]);
+    assert_eq!(ids(&before), all, "{before}");
 
-    assert!(w.sandbox.set_member(TEAM_BETA_ID, &alice, false));
+    assert!(w.sandbox.set_member(TEAM_ALPHA_ID, &alice, false));
     let from = w.sandbox.request_log().len();
     let left = call(&c, "list_runs", json!({})).await;
     assert_eq!(
-        beta_reads(from),
+        alpha_reads(from),
         1,
-        "Team Beta's runs were asked for beside the owners' read"
+        "Team Alpha's runs were asked for beside the owners' read"
     );
     let left = ok(&left);
-    assert_eq!(ids(&left), vec![personal_run.clone()], "{left}");
+    assert_eq!(ids(&left), vec![personal_run, beta_run], "{left}");
     assert!(
-        !left["scope"].as_str().unwrap().contains(TEAM_BETA_ID),
+        !left["scope"].as_str().unwrap().contains(TEAM_ALPHA_ID),
         "{left}"
     );
 
-    assert!(w.sandbox.set_member(TEAM_BETA_ID, &alice, true));
+    assert!(w.sandbox.set_member(TEAM_ALPHA_ID, &alice, true));
     let from = w.sandbox.request_log().len();
     let back = ok(&call(&c, "list_runs", json!({})).await);
     assert_eq!(
-        beta_reads(from),
+        alpha_reads(from),
         1,
         "read once, after the owners' read found it"
     );
-    assert_eq!(ids(&back), vec![personal_run, beta_run], "{back}");
+    assert_eq!(ids(&back), all, "{back}");
     c.cancel().await.unwrap();
 }

@@ -119,8 +119,7 @@ async fn transient_matrix(
         let first = reqs
             .iter()
             .find(|(m, p)| m == "GET" && once(p))
-            .or_else(|| reqs.iter().find(|(m, _)| m == "GET"))
-            .unwrap_or_else(|| panic!("{tool} made no GET: {reqs:?}"))
+            .unwrap_or_else(|| panic!("{tool} made no GET of a path it requests once: {reqs:?}"))
             .1
             .clone();
         planned.push((

@@ -211,7 +211,7 @@ pub const LIST_RUNS: ToolSpec = ToolSpec {
     toolset: Toolset::Runs,
     hints: READ,
     title: "List runs",
-    description: "Training runs, newest first, 10 a page; without team_id or personal, of every owner the key can act for (a team's run names its team); optional status filter.",
+    description: "Training runs, newest first, 10 a page; without team_id or personal, of every owner the key can act for; optional status filter.",
 };
 
 pub const GET_RUN: ToolSpec = ToolSpec {

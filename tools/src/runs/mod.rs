@@ -95,7 +95,7 @@ impl StatusArg {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct RunSummary {
     pub id: String,
-    /// One line of at most 128 characters (a longer name is cut and ends with `…`).
+    /// One line: the name's first 128 characters, then `…` when it is longer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub status: String,
@@ -117,7 +117,8 @@ pub struct RunSummary {
     /// When it ended; absent while it is active.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<String>,
-    /// Why it failed: one line of at most 200 characters (get_run and get_logs have more).
+    /// Why it failed: one line, its first 200 characters, then `…` when it is longer (get_run
+    /// and get_logs have more).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
 }
