@@ -409,7 +409,11 @@ async fn floor_once(http: &reqwest::Client, key: &str, urls: &[String]) -> anyho
 /// this floor, and its work above it is overstated. The only operation of the bench with
 /// several requests is list_runs; one that ordered its requests otherwise would need its own
 /// order here.
-async fn floor_staged(http: &reqwest::Client, key: &str, urls: &[String]) -> anyhow::Result<()> {
+async fn floor_side_by_side(
+    http: &reqwest::Client,
+    key: &str,
+    urls: &[String],
+) -> anyhow::Result<()> {
     futures::future::try_join_all(
         urls.iter()
             .map(|u| floor_once(http, key, std::slice::from_ref(u))),
@@ -899,7 +903,7 @@ impl Bench {
                     Box::new(|| {
                         Box::pin(async {
                             match several {
-                                true => floor_staged(&http, &self.key, &urls).await,
+                                true => floor_side_by_side(&http, &self.key, &urls).await,
                                 false => Ok(()),
                             }
                         })
