@@ -838,7 +838,7 @@ impl Bench {
              that one read, without rmcp's client-side parsing. \
              Echo: no server at all, a task answering each request line with the real answer under its id: what \
              the pipe and the raw client cost per call. Canned: rmcp's server answering the real answer, taken once, \
-             with no tool and no platform request. **Server's work**: server alone above the floor, less the echo. \
+             over the line transport `serve` uses, with no tool and no platform request. **Server's work**: server alone above the floor, less the echo. \
              The servers, the clients and the floor's client run on a runtime of one thread, as `serve` over stdio \
              does (the sandbox answers from the driver's own runtime, as a platform would from elsewhere). \
              All six (in process, raw client, canned, echo, the floor and the floor in the tool's order) are sampled in turn, one call of each per round. \

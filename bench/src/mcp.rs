@@ -158,8 +158,12 @@ fn serve_in_process(
     .map_err(anyhow::Error::msg)?;
     let server = factory_tools::build_server(Arc::new(built.state), |_| true);
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_io);
     tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
+        if let Ok(running) = server
+            .serve(factory_server::lines::LineTransport::new(read, write))
+            .await
+        {
             let _ = running.waiting().await;
         }
     });
@@ -218,13 +222,18 @@ impl RawClient {
 
     /// An rmcp server in this process that answers every tool call with `answer` (a real
     /// answer of the real server, read back by rmcp's client), making no platform request:
-    /// what rmcp's server costs per call — its framing, its per-request task, serialising the
-    /// answer — with none of the tool's own work. Spoken to by hand, as [`RawClient::in_process`].
+    /// what rmcp's server costs per call through the line transport `serve` uses
+    /// (`factory_server::lines`) — its framing, its per-request task, serialising the answer —
+    /// with none of the tool's own work. Spoken to by hand, as [`RawClient::in_process`].
     pub async fn canned(answer: CallToolResult) -> anyhow::Result<RawClient> {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
         let server = crate::canned::Canned::new(answer, Vec::new());
+        let (read, write) = tokio::io::split(server_io);
         tokio::spawn(async move {
-            if let Ok(running) = server.serve(server_io).await {
+            if let Ok(running) = server
+                .serve(factory_server::lines::LineTransport::new(read, write))
+                .await
+            {
                 let _ = running.waiting().await;
             }
         });

@@ -6,6 +6,7 @@ pub mod check_config;
 pub mod gating;
 pub mod guard;
 pub mod http;
+pub mod lines;
 pub mod page;
 pub mod serve;
 pub mod settings;

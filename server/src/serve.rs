@@ -317,8 +317,9 @@ pub async fn run(args: ServeArgs, over: Option<PlatformOverride>) -> ExitCode {
 }
 
 async fn serve_stdio(server: FactoryServer<AppState>) -> Result<(), String> {
+    let (read, write) = crate::stdio::stdio();
     let running = server
-        .serve(crate::stdio::stdio())
+        .serve(crate::lines::LineTransport::new(read, write))
         .await
         .map_err(|e| format!("stdio transport failed to start: {e}"))?;
     running
