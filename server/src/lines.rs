@@ -3,16 +3,19 @@
 //! one difference in how a line is read.
 //!
 //! rmcp reads every line as "any message": the whole message is first copied into a buffer of
-//! its own, then tried as each kind of message, and a request as each of the client's request
-//! types in turn — `tools/call` is the fourteenth — each time from that buffer. That is about a
-//! tenth of the server's own CPU in a small tool call (perf, `--spin "raw:get run"`). Nearly
-//! every line a client sends after the handshake is a `tools/call` request, so [`tool_call`]
-//! reads that one shape directly: the envelope's four members, then the request from its
-//! `params` by rmcp's own `Deserialize` of [`CallToolRequest`]. Anything it does not take whole
+//! its own, its shape checked, and a request then tried as each of the client's request types in
+//! turn — `tools/call` is the fourteenth — each time from that buffer. In a profile of a small
+//! call (`--spin "raw:get run"` and `"raw:progress"`, perf) that read was 5 % of the server's
+//! thread; reading it directly saves 6–8 µs a call (`docs/BENCHMARKS.md`, fourteenth pass).
+//! Nearly every line a client sends after the handshake is a `tools/call` request, so
+//! [`tool_call`] reads that one shape directly: the envelope's four members, then the request
+//! from its `params` by rmcp's own `Deserialize` of [`CallToolRequest`]. Anything it does not take whole
 //! (another method, another member, a member sent twice, a `params` rmcp's type refuses, a
 //! byte-order mark) is read by rmcp's codec, so its outcome — the message, rmcp's
-//! `Invalid request` answer, or the line ignored — is rmcp's. A test holds the two readers to
-//! the same message on every line the direct one takes.
+//! `Invalid request` answer, or the line ignored — is rmcp's. A property test holds the two
+//! readers to the same message on generated lines near a tool call; another holds this transport
+//! to rmcp's on a stream of edge cases. Its log lines keep rmcp's target, so a log filter on
+//! `rmcp` applies to them as before.
 
 use std::sync::Arc;
 
@@ -31,6 +34,9 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio_util::bytes::{BufMut, BytesMut};
 use tokio_util::codec::{Decoder, FramedWrite};
+
+/// The target rmcp's transport logs under: these lines are its lines.
+const RMCP_TARGET: &str = "rmcp::transport::async_rw";
 
 type Writer<W> = FramedWrite<W, JsonRpcMessageCodec<TxJsonRpcMessage<RoleServer>>>;
 
@@ -173,7 +179,7 @@ pub fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     // The request by rmcp's own reader of it (its `_meta` goes where rmcp puts it), from the
     // request's two members: the method, and `params` as sent.
     let params = call.params.get();
-    let mut request = String::with_capacity(params.len() + 32);
+    let mut request = String::with_capacity(params.len() + 33);
     request.push_str(r#"{"method":"tools/call","params":"#);
     request.push_str(params);
     request.push('}');
@@ -228,6 +234,7 @@ where
                 LineRead::Line => {}
                 LineRead::Oversized => {
                     tracing::error!(
+                        target: RMCP_TARGET,
                         max_line_length = self.max_line_length,
                         "Incoming message exceeded the maximum line length, discarding it"
                     );
@@ -235,7 +242,7 @@ where
                 }
                 LineRead::Eof => return None,
                 LineRead::Io(e) => {
-                    tracing::error!("Error reading from stream: {e}");
+                    tracing::error!(target: RMCP_TARGET, "Error reading from stream: {e}");
                     return None;
                 }
             }
@@ -258,15 +265,15 @@ where
                     // Not JSON: nothing to answer (no id), and an answer could start an echo
                     // storm with a peer that sends it back; ignored, as rmcp ignores it.
                     serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-                        tracing::debug!("Ignoring unparsable incoming message: {e}");
+                        tracing::debug!(target: RMCP_TARGET, "Ignoring unparsable incoming message: {e}");
                     }
                     serde_json::error::Category::Data | serde_json::error::Category::Io => {
-                        tracing::debug!("Protocol error on incoming message: {e}");
+                        tracing::debug!(target: RMCP_TARGET, "Protocol error on incoming message: {e}");
                         self.owed = Some(Owed::Queue);
                     }
                 },
                 Some(Err(e)) => {
-                    tracing::error!("Error reading from stream: {e}");
+                    tracing::error!(target: RMCP_TARGET, "Error reading from stream: {e}");
                     return None;
                 }
             }
@@ -303,7 +310,23 @@ mod tests {
             "{line}"
         );
         assert_eq!(format!("{direct:?}"), format!("{rmcp:?}"), "{line}");
+        // `Debug` shows no extensions, where rmcp keeps the request's `_meta`.
+        assert_eq!(meta_of(&direct), meta_of(&rmcp), "{line}");
         true
+    }
+
+    /// The `_meta` rmcp keeps in a tool call's extensions.
+    fn meta_of(m: &RxJsonRpcMessage<RoleServer>) -> Option<rmcp::model::RequestMetaObject> {
+        match m {
+            JsonRpcMessage::Request(JsonRpcRequest {
+                request: ClientRequest::CallToolRequest(call),
+                ..
+            }) => call
+                .extensions
+                .get::<rmcp::model::RequestMetaObject>()
+                .cloned(),
+            other => panic!("not a tool call: {other:?}"),
+        }
     }
 
     #[test]
@@ -317,6 +340,9 @@ mod tests {
             "  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}\t\r",
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"k":1,"k":2}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","unknown":{"deep":[1]}}}"#,
+            // names spelled with escapes, ids written as exponents
+            r#"{"jsonrpc":"2\u002e0","\u0069d":1e2,"\u006d\u0065thod":"tools/call","par\u0061ms":{"name":"x","\u005fmeta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"x","_meta":{}}}"#,
         ] {
             assert!(agree(line), "not taken directly: {line}");
         }
@@ -492,7 +518,7 @@ mod tests {
     }
 
     /// What a peer wrote, read back line by line.
-    async fn lines_from(peer: tokio::io::DuplexStream) -> Vec<Value> {
+    async fn lines_from(peer: impl tokio::io::AsyncRead + Unpin) -> Vec<Value> {
         let mut out = Vec::new();
         let mut lines = tokio::io::BufReader::new(peer).lines();
         while let Ok(Some(line)) = lines.next_line().await {
@@ -512,26 +538,60 @@ mod tests {
     }
 
     /// Every message `t` reads from `input` until the stream ends (as sent again), and every
-    /// line it wrote back.
+    /// line it wrote back. The input is written `chunk` bytes at a time into a pipe of `pipe`
+    /// bytes, beside the reading, so that a line can arrive over several reads.
     async fn run<T: Transport<RoleServer>>(
         make: impl FnOnce(
             tokio::io::ReadHalf<tokio::io::DuplexStream>,
             tokio::io::WriteHalf<tokio::io::DuplexStream>,
         ) -> T,
         input: &str,
+        chunk: usize,
+        pipe: usize,
     ) -> (Vec<Value>, Vec<Value>) {
-        let (mut client, server) = tokio::io::duplex(1 << 16);
+        let (client, server) = tokio::io::duplex(pipe);
         let (read, write) = tokio::io::split(server);
+        let (answers, mut requests) = tokio::io::split(client);
         let mut t = make(read, write);
-        client.write_all(input.as_bytes()).await.unwrap();
-        client.shutdown().await.unwrap();
+        let input = input.as_bytes().to_vec();
+        let writer = tokio::spawn(async move {
+            for part in input.chunks(chunk) {
+                requests.write_all(part).await.unwrap();
+            }
+            requests.shutdown().await.unwrap();
+        });
+        let written = tokio::spawn(lines_from(answers));
         let mut read = Vec::new();
         while let Some(m) = t.receive().await {
             read.push(serde_json::to_value(&m).unwrap());
         }
+        writer.await.unwrap();
         t.close().await.unwrap();
         drop(t);
-        (read, lines_from(client).await)
+        (read, written.await.unwrap())
+    }
+
+    /// [`run`] on this transport and on rmcp's, both with lines bounded to `max` bytes.
+    async fn both(input: &str, max: usize, chunk: usize, pipe: usize) -> (Vec<Value>, Vec<Value>) {
+        let ours = run(
+            |r, w| LineTransport::new(r, w).with_max_line_length(max),
+            input,
+            chunk,
+            pipe,
+        )
+        .await;
+        let rmcps = run(
+            |r, w| {
+                rmcp::transport::async_rw::AsyncRwTransport::<RoleServer, _, _>::new(r, w)
+                    .with_max_line_length(max)
+            },
+            input,
+            chunk,
+            pipe,
+        )
+        .await;
+        assert_eq!(ours, rmcps, "chunks of {chunk}, a pipe of {pipe}");
+        ours
     }
 
     #[tokio::test]
@@ -556,21 +616,7 @@ mod tests {
             call(6),
         ];
         let input = sent.join("\n");
-        let ours = run(
-            |r, w| LineTransport::new(r, w).with_max_line_length(256),
-            &input,
-        )
-        .await;
-        let rmcps = run(
-            |r, w| {
-                rmcp::transport::async_rw::AsyncRwTransport::<RoleServer, _, _>::new(r, w)
-                    .with_max_line_length(256)
-            },
-            &input,
-        )
-        .await;
-        assert_eq!(ours, rmcps);
-        let (read, written) = ours;
+        let (read, written) = both(&input, 256, 1 << 16, 1 << 16).await;
         let ids: Vec<&Value> = read.iter().map(|m| &m["id"]).collect();
         assert_eq!(
             ids,
@@ -587,6 +633,46 @@ mod tests {
         for w in &written {
             assert_eq!(w["error"]["code"], -32600, "{written:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn lines_over_the_bound_are_dropped_across_reads_as_rmcp_drops_them() {
+        let at_limit = call(2);
+        let max = at_limit.len() + 1; // with its newline
+        let sent = [
+            call(1).replace("get_run", &"y".repeat(3 * max)),
+            // the rest of a line over the bound is no message, even one that reads as one
+            format!(
+                "{}{}",
+                " ".repeat(3 * max),
+                r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#
+            ),
+            at_limit,
+            call(3).replace("get_run", "get_runs"),
+            call(4).replace("get_run", &"z".repeat(max)),
+            call(5),
+        ];
+        let input = format!("{}\n", sent.join("\n"));
+        for (chunk, pipe) in [(7, 97), (61, 64), (1 << 12, 1 << 12)] {
+            let (read, written) = both(&input, max, chunk, pipe).await;
+            let ids: Vec<&Value> = read.iter().map(|m| &m["id"]).collect();
+            assert_eq!(ids, [&json!(2), &json!(5)], "chunks of {chunk}");
+            assert!(written.is_empty(), "{written:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_transport_sends_nothing() {
+        let (_client, server) = tokio::io::duplex(1 << 10);
+        let (read, write) = tokio::io::split(server);
+        let mut t = LineTransport::new(read, write);
+        t.close().await.unwrap();
+        let answer = TxJsonRpcMessage::<RoleServer>::error(
+            ErrorData::invalid_request("Invalid request", None),
+            None,
+        );
+        let e = t.send(answer).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotConnected);
     }
 
     #[tokio::test]
