@@ -9,9 +9,9 @@
 //! thread; reading it directly saves 6–8 µs a call (`docs/BENCHMARKS.md`, fourteenth pass).
 //! Nearly every line a client sends after the handshake is a `tools/call` request, so
 //! [`tool_call`] reads that one shape directly: the envelope's four members, then the request
-//! from its `params` by rmcp's own `Deserialize` of [`CallToolRequest`]. Anything it does not take whole
-//! (another method, another member, a member sent twice, a `params` rmcp's type refuses, a
-//! byte-order mark) is read by rmcp's codec, so its outcome — the message, rmcp's
+//! from its `params` by rmcp's own `Deserialize` of [`CallToolRequest`]. Anything it does not
+//! take whole (another method, another member, a member sent twice, a `params` rmcp's type
+//! refuses, a byte-order mark) is read by rmcp's codec, so its outcome — the message, rmcp's
 //! `Invalid request` answer, or the line ignored — is rmcp's. A property test holds the two
 //! readers to the same message on generated lines near a tool call; another holds this transport
 //! to rmcp's on a stream of edge cases. Its log lines keep rmcp's target, so a log filter on
