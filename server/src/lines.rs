@@ -6,7 +6,7 @@
 //! its own, its shape checked, and a request then tried as each of the client's request types in
 //! turn — `tools/call` is the fourteenth — each time from that buffer. In a profile of a small
 //! call (`--spin "raw:get run"` and `"raw:progress"`, perf) that read was 5 % of the server's
-//! thread; reading it directly saves 6–8 µs a call (`docs/BENCHMARKS.md`, fourteenth pass).
+//! thread; reading it directly saves 5–8 µs a call (`docs/BENCHMARKS.md`, fourteenth pass).
 //! Nearly every line a client sends after the handshake is a `tools/call` request, so
 //! [`tool_call`] reads that one shape directly: the envelope's four members, then the request
 //! from its `params` by rmcp's own `Deserialize` of [`CallToolRequest`]. Anything it does not
@@ -265,10 +265,16 @@ where
                     // Not JSON: nothing to answer (no id), and an answer could start an echo
                     // storm with a peer that sends it back; ignored, as rmcp ignores it.
                     serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-                        tracing::debug!(target: RMCP_TARGET, "Ignoring unparsable incoming message: {e}");
+                        tracing::debug!(
+                            target: RMCP_TARGET,
+                            "Ignoring unparsable incoming message: {e}"
+                        );
                     }
                     serde_json::error::Category::Data | serde_json::error::Category::Io => {
-                        tracing::debug!(target: RMCP_TARGET, "Protocol error on incoming message: {e}");
+                        tracing::debug!(
+                            target: RMCP_TARGET,
+                            "Protocol error on incoming message: {e}"
+                        );
                         self.owed = Some(Owed::Queue);
                     }
                 },
@@ -554,20 +560,24 @@ mod tests {
         let (answers, mut requests) = tokio::io::split(client);
         let mut t = make(read, write);
         let input = input.as_bytes().to_vec();
+        // The writer stops when the transport is gone: a transport that ends the stream early
+        // then fails the comparison instead of leaving the writer blocked on a full pipe.
         let writer = tokio::spawn(async move {
             for part in input.chunks(chunk) {
-                requests.write_all(part).await.unwrap();
+                if requests.write_all(part).await.is_err() {
+                    return;
+                }
             }
-            requests.shutdown().await.unwrap();
+            let _ = requests.shutdown().await;
         });
         let written = tokio::spawn(lines_from(answers));
         let mut read = Vec::new();
         while let Some(m) = t.receive().await {
             read.push(serde_json::to_value(&m).unwrap());
         }
-        writer.await.unwrap();
         t.close().await.unwrap();
         drop(t);
+        writer.await.unwrap();
         (read, written.await.unwrap())
     }
 
@@ -692,6 +702,8 @@ mod tests {
             .write_all(format!("{tail}\n").as_bytes())
             .await
             .unwrap();
+        // The end of the stream after it: a transport that lost the half line ends, not waits.
+        client.shutdown().await.unwrap();
         let m = t.receive().await.expect("the whole line");
         assert_eq!(id_of(&m), json!(8));
     }
