@@ -158,7 +158,14 @@ fn serve_in_process(
     .map_err(anyhow::Error::msg)?;
     let server = factory_tools::build_server(Arc::new(built.state), |_| true);
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
-    let (read, write) = tokio::io::split(server_io);
+    serve_over_lines(server, server_io);
+    Ok(client_io)
+}
+
+/// Run `server` on `io` over the line transport `serve` uses over stdio, until the other end
+/// goes away.
+fn serve_over_lines<S: rmcp::ServerHandler>(server: S, io: DuplexStream) {
+    let (read, write) = tokio::io::split(io);
     tokio::spawn(async move {
         if let Ok(running) = server
             .serve(factory_server::lines::LineTransport::new(read, write))
@@ -167,7 +174,6 @@ fn serve_in_process(
             let _ = running.waiting().await;
         }
     });
-    Ok(client_io)
 }
 
 /// The in-process server spoken to without a client library: each request is one JSON line
@@ -227,16 +233,7 @@ impl RawClient {
     /// with none of the tool's own work. Spoken to by hand, as [`RawClient::in_process`].
     pub async fn canned(answer: CallToolResult) -> anyhow::Result<RawClient> {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
-        let server = crate::canned::Canned::new(answer, Vec::new());
-        let (read, write) = tokio::io::split(server_io);
-        tokio::spawn(async move {
-            if let Ok(running) = server
-                .serve(factory_server::lines::LineTransport::new(read, write))
-                .await
-            {
-                let _ = running.waiting().await;
-            }
-        });
+        serve_over_lines(crate::canned::Canned::new(answer, Vec::new()), server_io);
         RawClient::over(client_io).await
     }
 
