@@ -20,7 +20,7 @@ mod scan;
 #[cfg(test)]
 use scan::assignment_ranges;
 use scan::{Literals, assignment_value};
-pub(crate) use scan::{may_say_secret, shape_ranges};
+pub(crate) use scan::{may_say_secret, shape_literal_starts, shape_ranges};
 
 /// One hit in a string: where it is and what it is. The value itself is never kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -577,6 +577,14 @@ impl KnownForms {
             scan.each(text.as_bytes(), |start, i| {
                 out.push(start..start + scan.len_of(i));
             });
+        }
+    }
+
+    /// Calls `found(at)` with the start of every (overlapping) occurrence of a known form:
+    /// [`KnownForms::ranges`]' ranges' starts.
+    pub(crate) fn starts(&self, text: &[u8], mut found: impl FnMut(usize)) {
+        if let Some(scan) = &self.scan {
+            scan.each(text, |start, _| found(start));
         }
     }
 

@@ -20,7 +20,9 @@
 //! assignments by a third over the two-byte fragments every secret name holds (`ke`, `cr`,
 //! `as` in either case, or `k`/`c`/`a` before `_`/`-`): only the text between the
 //! `&,;{}[]<>()` around a fragment, which no assignment crosses, is walked from its `=`/`:`
-//! (see [`crate::detect::shape_ranges`]). Nothing is allocated until something is found.
+//! (see [`crate::detect::shape_ranges`]). Nothing is allocated until something is found. A
+//! JSON tree's short strings are searched for those literals together, once, and only a string
+//! that holds one is redacted on its own ([`Redactor::redact_json`]).
 //!
 //! Redaction runs to a fixed point, so it is idempotent: `redact(redact(s)) == redact(s)`, and
 //! no known value survives in its output. Raw documents fetched from the platform must not be
@@ -166,34 +168,107 @@ impl Redactor {
     /// Redacts every string and every object key of a JSON tree. A string under a key that
     /// says secret is replaced whole when it looks like a credential (bare hex/base64, or any
     /// value for names such as `password` or `api_key`).
+    ///
+    /// The tree's strings are scanned together: the short ones are laid end to end in one
+    /// buffer, searched once for the literals without which a string is clean (a known form,
+    /// a shape's trigger, a secret-name fragment: [`Redactor::may_change`]), and only a string
+    /// holding one is redacted on its own. An answer's strings are mostly short (names, ids,
+    /// times), and on a string of a few bytes each search costs its set-up, which one search
+    /// of the whole answer pays once. The tree comes out as each string redacted on its own
+    /// would make it (a property test holds the two walks equal).
     pub fn redact_json(&self, value: &mut Json) {
-        self.redact_json_under(value, None);
+        let mut strings = TreeStrings::default();
+        strings.collect(value);
+        let scan = self.may_change(&strings);
+        let mut at = 0;
+        self.redact_json_under(value, None, &scan, &mut at);
     }
 
-    fn redact_json_under(&self, value: &mut Json, key: Option<&str>) {
+    /// [`Redactor::redact_json`] as it was before the tree's strings were scanned together:
+    /// each string redacted on its own. For the differential test and the bench.
+    #[cfg(any(test, feature = "bench-legacy"))]
+    #[doc(hidden)]
+    pub fn redact_json_each(&self, value: &mut Json) {
+        self.redact_json_under(value, None, &[], &mut 0);
+    }
+
+    /// For each string of `strings`, in their order, whether it may hold something to redact.
+    /// No string that holds none of the literals [`KnownForms::ranges`] and
+    /// [`shape_ranges`] look for comes out of [`Redactor::redact`] changed: a known form's
+    /// range starts where the form occurs; a shape's regex runs only on a text that holds one
+    /// of its triggers; an assignment's name holds a secret-name fragment. An occurrence lies
+    /// within the string it occurs in, so its start in the buffer names that string.
+    fn may_change(&self, strings: &TreeStrings) -> Vec<bool> {
+        let mut scan = strings.alone.clone();
+        let joined = strings.joined.as_bytes();
+        // Marks the string an occurrence starts in; returns where that string ends (the rest
+        // of it need not be searched for another fragment).
+        let mut mark = |at: usize| {
+            let Some(i) = strings.starts.partition_point(|&s| s <= at).checked_sub(1) else {
+                return at + 1;
+            };
+            if let Some(f) = strings
+                .index
+                .get(i)
+                .and_then(|&string| scan.get_mut(string))
+            {
+                *f = true;
+            }
+            strings.starts.get(i + 1).copied().unwrap_or(joined.len())
+        };
+        self.known.starts(joined, |at| {
+            mark(at);
+        });
+        if !crate::detect::shape_literal_starts(joined, &mut mark) {
+            return vec![true; scan.len()];
+        }
+        scan
+    }
+
+    /// The walk of [`Redactor::redact_json`]: `scan[*at..]` says, for each string from here in
+    /// the order [`TreeStrings::collect`] met them, whether it is redacted or known clean.
+    fn redact_json_under(
+        &self,
+        value: &mut Json,
+        key: Option<&str>,
+        scan: &[bool],
+        at: &mut usize,
+    ) {
+        let mut next = || {
+            let s = scan.get(*at).copied().unwrap_or(true);
+            *at += 1;
+            s
+        };
         match value {
             Json::String(s) => {
+                let may_change = next();
                 if key.is_some_and(|k| secret_field_value(k, s)) {
                     *s = REDACTED.to_string();
-                } else if !self.clean.holds(s) && !self.redact_string(s) {
+                } else if may_change && !self.clean.holds(s) && !self.redact_string(s) {
                     self.clean.keep(s);
                 }
             }
             Json::Array(items) => {
                 for item in items {
-                    self.redact_json_under(item, key);
+                    self.redact_json_under(item, key, scan, at);
                 }
             }
             Json::Object(map) => {
-                if map.keys().all(|k| self.key_is_clean(k)) {
+                let keys = scan.get(*at..).unwrap_or_default();
+                let keys_clean = map
+                    .keys()
+                    .enumerate()
+                    .all(|(i, k)| !keys.get(i).copied().unwrap_or(true) || self.key_is_clean(k));
+                *at += map.len();
+                if keys_clean {
                     for (k, v) in map.iter_mut() {
-                        self.redact_json_under(v, Some(k));
+                        self.redact_json_under(v, Some(k), scan, at);
                     }
                     return;
                 }
                 let old = std::mem::take(map);
                 for (k, mut v) in old {
-                    self.redact_json_under(&mut v, Some(&k));
+                    self.redact_json_under(&mut v, Some(&k), scan, at);
                     let mut new_key = self.redact(&k).into_owned();
                     if map.contains_key(&new_key) {
                         let mut n = 2;
@@ -230,6 +305,56 @@ impl Redactor {
             return None;
         }
         Some(replace(text, merge(ranges))).filter(|out| out != text)
+    }
+}
+
+/// A JSON tree's strings (values, and each object's keys before its values), in the order
+/// [`Redactor::redact_json`] walks them: the short ones laid end to end in `joined`, each
+/// followed by a NUL (which no search needs: it only keeps a literal from seeming to run from
+/// one string into the next); a long one is left where it is and scanned alone.
+#[derive(Default)]
+struct TreeStrings {
+    joined: String,
+    /// Where each string in `joined` starts, ascending.
+    starts: Vec<usize>,
+    /// Its index among all the tree's strings.
+    index: Vec<usize>,
+    /// For each of the tree's strings: `true` when it is not in `joined` (scanned alone).
+    alone: Vec<bool>,
+}
+
+impl TreeStrings {
+    /// Longer strings are not copied: a search of them alone costs no more than in the buffer.
+    const JOIN_MAX: usize = 512;
+
+    fn push(&mut self, s: &str) {
+        if s.len() <= Self::JOIN_MAX {
+            if self.joined.capacity() == 0 {
+                self.joined.reserve(1024);
+                self.starts.reserve(64);
+                self.index.reserve(64);
+                self.alone.reserve(64);
+            }
+            self.starts.push(self.joined.len());
+            self.index.push(self.alone.len());
+            self.joined.push_str(s);
+            self.joined.push('\0');
+            self.alone.push(false);
+        } else {
+            self.alone.push(true);
+        }
+    }
+
+    fn collect(&mut self, value: &Json) {
+        match value {
+            Json::String(s) => self.push(s),
+            Json::Array(items) => items.iter().for_each(|v| self.collect(v)),
+            Json::Object(map) => {
+                map.keys().for_each(|k| self.push(k));
+                map.values().for_each(|v| self.collect(v));
+            }
+            _ => {}
+        }
     }
 }
 
@@ -359,12 +484,14 @@ mod tests {
             &secrecy::SecretString::from("hf_abcdefghijklmnopqrstuvwxyz0123456789"),
         );
         let r = Redactor::new(known);
-        let long = "x".repeat(CleanCache::MAX_LEN + 1);
+        // Each string below but `status` and `RUNNING` holds a secret-name fragment (`as`,
+        // `k_`), so it is scanned; those two hold no literal and are passed over.
+        let long = format!("as{}", "x".repeat(CleanCache::MAX_LEN));
         let tree = || {
             serde_json::json!({
                 "status": "RUNNING",
-                "name": "bench-main",
-                "note": "token hf_abcdefghijklmnopqrstuvwxyz0123456789",
+                "task": "base-model",
+                "note": "task hf_abcdefghijklmnopqrstuvwxyz0123456789",
                 "long": long,
                 "api_key": "0123456789abcdef0123456789abcdef",
             })
@@ -377,16 +504,11 @@ mod tests {
         assert!(!first.to_string().contains("hf_abc"), "{first}");
         assert_eq!(first["api_key"], REDACTED);
         let set = r.clean.0.lock().unwrap();
-        for kept in [
-            "status",
-            "RUNNING",
-            "name",
-            "bench-main",
-            "note",
-            "long",
-            "api_key",
-        ] {
+        for kept in ["task", "base-model", "api_key"] {
             assert!(set.contains(kept), "{kept}");
+        }
+        for passed_over in ["status", "RUNNING"] {
+            assert!(!set.contains(passed_over), "{passed_over}");
         }
         assert!(
             !set.iter().any(|s| s.contains("hf_")),
@@ -521,6 +643,78 @@ mod tests {
             let new = Redactor::new(known()).redact(&text);
             prop_assert_eq!(old, new);
         }
+    }
+
+    /// A JSON tree of the pieces above: strings, and objects keyed by names that say secret
+    /// (whose string values are replaced whole) or not, or by pieces themselves; now and then
+    /// a string long enough to be scanned alone.
+    fn tree() -> impl Strategy<Value = Json> {
+        let string = prop_oneof![
+            8 => prop::collection::vec(piece(), 0..4).prop_map(|p| p.concat()),
+            1 => (piece(), 40usize..80).prop_map(|(p, n)| format!("{}{p}", "y".repeat(n * 8))),
+        ];
+        let key = prop_oneof![
+            2 => prop::sample::select(vec![
+                "name", "status", "api_key", "password", "HF_TOKEN", "token_count", "notes",
+                "secretAccessKey", "cluster_name", "base_model",
+            ])
+            .prop_map(str::to_string),
+            1 => piece(),
+        ];
+        let leaf = prop_oneof![
+            4 => string.prop_map(Json::String),
+            1 => any::<i64>().prop_map(Json::from),
+            1 => Just(Json::Null),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Json::Array),
+                prop::collection::vec((key.clone(), inner), 0..6)
+                    .prop_map(|fields| Json::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// A tree's strings scanned together come out as each scanned on its own: no string
+        /// the one search passes over would have been changed.
+        #[test]
+        fn a_tree_redacts_as_its_strings_each_redacted(
+            tree in tree(),
+            with_known in any::<bool>(),
+        ) {
+            let k = if with_known { known() } else { KnownSecrets::new() };
+            let mut each = tree.clone();
+            Redactor::new(k.clone()).redact_json_each(&mut each);
+            let mut together = tree.clone();
+            Redactor::new(k).redact_json(&mut together);
+            prop_assert_eq!(&together, &each, "on {}", tree);
+        }
+    }
+
+    /// The one search marks only the strings that hold a literal; the rest are passed over.
+    #[test]
+    fn only_the_strings_holding_a_literal_are_scanned() {
+        let r = Redactor::new(known());
+        let tree = serde_json::json!({
+            "name": "bench-main",
+            "model": "Qwen/Qwen3-4B-Instruct-2507",
+            "note": "token hf_AbCdEfGh12AbCdEfGh12AbCdEfGh12XyZw",
+            "key": KNOWN[1],
+            "env": "HF_TOKEN=hunter2hunter2",
+            "long": "y".repeat(TreeStrings::JOIN_MAX + 1),
+        });
+        let mut strings = TreeStrings::default();
+        strings.collect(&tree);
+        let scan = r.may_change(&strings);
+        // The keys, then the values, in order.
+        let expected = [
+            false, false, false, true, false, false, // name model note key env long
+            false, false, true, true, true, true, // the values; the long one alone
+        ];
+        assert_eq!(scan, expected);
     }
 
     /// A log-like text: the pieces above, with JSON records' line ends (`}` then a break,

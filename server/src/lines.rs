@@ -8,21 +8,22 @@
 //! call (`--spin "raw:get run"` and `"raw:progress"`, perf) that read was 5 % of the server's
 //! thread; reading it directly saves 5–8 µs a call (`docs/BENCHMARKS.md`, fourteenth pass).
 //! Nearly every line a client sends after the handshake is a `tools/call` request, so
-//! [`tool_call`] reads that one shape directly: the envelope's four members, then the request
-//! from its `params` by rmcp's own `Deserialize` of [`CallToolRequest`]. Anything it does not
-//! take whole (another method, another member, a member sent twice, a `params` rmcp's type
-//! refuses, a byte-order mark) is read by rmcp's codec, so its outcome — the message, rmcp's
-//! `Invalid request` answer, or the line ignored — is rmcp's. A property test holds the two
-//! readers to the same message on generated lines near a tool call; another holds this transport
-//! to rmcp's on a stream of edge cases. Its log lines keep rmcp's target, so a log filter on
-//! `rmcp` applies to them as before.
+//! [`tool_call`] reads that one shape directly: the envelope's four members, then `params`
+//! holding a name, arguments and `_meta` (each at most once, nothing else) straight into the
+//! request as rmcp makes it; any other `params` by rmcp's own `Deserialize` of
+//! [`CallToolRequest`]. Anything it does not take whole (another method, another member, a
+//! member sent twice, a `params` rmcp's type refuses, a byte-order mark) is read by rmcp's
+//! codec, so its outcome — the message, rmcp's `Invalid request` answer, or the line ignored —
+//! is rmcp's. A property test holds the two readers to the same message on generated lines near
+//! a tool call; another holds this transport to rmcp's on a stream of edge cases. Its log lines
+//! keep rmcp's target, so a log filter on `rmcp` applies to them as before.
 
 use std::sync::Arc;
 
 use futures::SinkExt;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestMethod, ClientRequest, ErrorData, JsonRpcMessage,
-    JsonRpcRequest, JsonRpcVersion2_0, RequestId,
+    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, ClientRequest, ErrorData,
+    JsonObject, JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId, RequestMetaObject,
 };
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -172,18 +173,53 @@ struct CallLine<'a> {
     params: &'a RawValue,
 }
 
+/// The `params` of a `tools/call` request holding a name, arguments and `_meta`, nothing else
+/// in it, each at most once: read straight into their types. rmcp reads `params` as `_meta`
+/// beside the rest of `params` flattened into [`CallToolRequestParams`], which first copies
+/// every member into a buffer of serde's own and then reads them from it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<JsonObject>,
+}
+
 /// A `tools/call` request read directly, as rmcp's reader reads it; `None` for any line not of
 /// exactly that shape (see the module's note), which rmcp's reader then reads.
 pub fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     let call: CallLine = serde_json::from_slice(line).ok()?;
-    // The request by rmcp's own reader of it (its `_meta` goes where rmcp puts it), from the
-    // request's two members: the method, and `params` as sent.
     let params = call.params.get();
-    let mut request = String::with_capacity(params.len() + 33);
-    request.push_str(r#"{"method":"tools/call","params":"#);
-    request.push_str(params);
-    request.push('}');
-    let request: CallToolRequest = serde_json::from_str(&request).ok()?;
+    let request = match serde_json::from_str::<CallParams>(params) {
+        // As rmcp makes it: the name and arguments in the request's parameters, `_meta` in its
+        // extensions (the parameters' own `meta` left empty: rmcp's reader takes `_meta` out
+        // before it reads the rest).
+        Ok(CallParams {
+            name,
+            arguments,
+            meta,
+        }) => {
+            let mut params = CallToolRequestParams::new(name);
+            params.arguments = arguments;
+            let mut request = CallToolRequest::new(params);
+            if let Some(meta) = meta {
+                request.extensions.insert(RequestMetaObject::from(meta));
+            }
+            request
+        }
+        // Any other `params` (another member, one sent twice, a value of another type) by
+        // rmcp's own reader of the request, from its two members: the method, and `params` as
+        // sent.
+        Err(_) => {
+            let mut request = String::with_capacity(params.len() + 33);
+            request.push_str(r#"{"method":"tools/call","params":"#);
+            request.push_str(params);
+            request.push('}');
+            serde_json::from_str(&request).ok()?
+        }
+    };
     Some(JsonRpcMessage::Request(JsonRpcRequest::new(
         call.id,
         ClientRequest::CallToolRequest(request),
@@ -445,7 +481,19 @@ mod tests {
             ],
             arguments in maybe_object(),
             meta in maybe_object(),
-            task in prop::option::weighted(0.2, any_json()),
+            other in prop::option::weighted(
+                0.2,
+                (
+                    prop_oneof![
+                        Just("task".to_string()),
+                        Just("inputResponses".to_string()),
+                        Just("requestState".to_string()),
+                        "[a-z_]{1,6}",
+                    ],
+                    prop_oneof![any_json(), "[a-z]{0,6}".prop_map(Value::from)],
+                ),
+            ),
+            params_twice in prop::option::weighted(0.05, 0usize..3),
             params_null in prop::bool::weighted(0.05),
             drop_member in prop::option::weighted(0.05, 0usize..4),
             twice in prop::option::weighted(0.05, 0usize..4),
@@ -462,20 +510,24 @@ mod tests {
             }),
             space in prop_oneof![Just(""), Just(" "), Just("\r")],
         ) -> String {
-            let mut params = serde_json::Map::new();
+            // `params` as sent: its members' text, one of them now and then sent twice.
+            let mut params: Vec<String> = Vec::new();
             if let Some(name) = name {
-                params.insert("name".into(), name);
+                params.push(member("name", &name.to_string()));
             }
             if let Some(a) = arguments {
-                params.insert("arguments".into(), a);
+                params.push(member("arguments", &a.to_string()));
             }
             if let Some(m) = meta {
-                params.insert("_meta".into(), m);
+                params.push(member("_meta", &m.to_string()));
             }
-            if let Some(t) = task {
-                params.insert("task".into(), t);
+            if let Some((k, v)) = other {
+                params.push(member(&k, &v.to_string()));
             }
-            let params = if params_null { "null".to_string() } else { Value::Object(params).to_string() };
+            if let Some(again) = params_twice.and_then(|i| params.get(i).cloned()) {
+                params.push(again);
+            }
+            let params = if params_null { "null".to_string() } else { format!("{{{}}}", params.join(",")) };
             let members = [
                 member("jsonrpc", version),
                 member("id", &id),

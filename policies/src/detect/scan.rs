@@ -203,6 +203,29 @@ pub(crate) fn shape_ranges(text: &str, out: &mut Vec<Range<usize>>) {
     assignment_ranges(text, out);
 }
 
+/// Calls `found(at)` with the start of every occurrence in `text` of a shape's trigger literal,
+/// and with the start of at least one occurrence of a secret-name fragment in each stretch of
+/// text `found` leaves unskipped: for a fragment, the search resumes where `found` says (at
+/// least one past `at`). No shape ranges a text that holds none of these ([`shape_ranges`]
+/// runs a shape's regex only where one of its triggers occurs, and an assignment's name holds
+/// a fragment). `false`, having found nothing, where the fragment gate is not available (no
+/// SIMD here): every text may then hold a shape.
+pub(crate) fn shape_literal_starts(text: &[u8], mut found: impl FnMut(usize) -> usize) -> bool {
+    let Some(gate) = NAME_GATE.as_ref() else {
+        return false;
+    };
+    TRIGGERS.literals.each(text, |at, _| {
+        found(at);
+    });
+    let mut from = 0;
+    while from < text.len()
+        && let Some(m) = gate.find_in(text, aho_corasick::Span::from(from..text.len()))
+    {
+        from = found(m.start()).max(m.start() + 1);
+    }
+    true
+}
+
 /// The byte classes of the assignment walk.
 const NAME: u8 = 1;
 const NAME_START: u8 = 2;
