@@ -60,7 +60,8 @@ cargo build --release --quiet -p factory-bench
 # In-process: criterion (config validation). Short runs; the medians land in target/criterion.
 cargo bench --quiet -p factory-config --bench validate -- --warm-up-time 1 --measurement-time 3 >&2
 
-# The redactor, old (kept test-only while both exist) and one-pass, on 1 MiB of log text.
+# The redactor, old (kept test-only while both exist) and one-pass, on 1 MiB of log text; an
+# answer's tree with its strings searched together and each on its own.
 cargo bench --quiet -p factory-policies --bench redact -- --warm-up-time 1 --measurement-time 3 >&2
 
 # Reading a metrics answer as get_metrics does (decode, every record checked, its fields read).

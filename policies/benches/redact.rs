@@ -8,14 +8,20 @@
 //! assignment). Each is timed with the one-pass [`Redactor`] and with the redactor it replaced
 //! ([`LegacyRedactor`], exposed by the `bench-legacy` feature that this crate's dev-dependency
 //! on itself turns on).
+//!
+//! Then an answer's tree shaped as `list_models`' (12 models with two clusters each, an
+//! on-demand offer: 190 short strings and keys), redacted with its strings searched together
+//! ([`Redactor::redact_json`]) and each on its own (`Redactor::redact_json_each`, the walk it
+//! replaced), each from a fresh copy of the tree.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use factory_policies::redact::legacy::LegacyRedactor;
 use factory_policies::{KnownSecrets, Redactor};
 use secrecy::SecretString;
+use serde_json::{Value, json};
 
 const MIB: usize = 1 << 20;
 
@@ -113,5 +119,53 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// An answer shaped as `list_models`': names, ids and GPU types, most of them with digits (so the
+/// clean cache keeps none of them).
+fn models_answer() -> Value {
+    let models: Vec<Value> = (0..12)
+        .map(|i| {
+            json!({
+                "name": format!("Qwen/Qwen3-{i}B-Instruct-2507"),
+                "clusters": [
+                    {"cluster_id": format!("cl-{i}a9f3"), "cluster_name": format!("us-east-{i}"), "gpu_type": "H100_80GB"},
+                    {"cluster_id": format!("cl-{i}b7e2"), "cluster_name": format!("eu-west-{i}"), "gpu_type": "A100_80GB"},
+                ],
+            })
+        })
+        .collect();
+    json!({
+        "models": models,
+        "on_demand": [{"gpu_type": "H100_80GB", "price_per_gpu_hour": 2.49, "available_now": true, "is_beta": true, "discount_label": null}],
+        "on_demand_beta_access": true,
+        "notes": [],
+    })
+}
+
+fn bench_tree(c: &mut Criterion) {
+    let r = Redactor::new(known());
+    let tree = models_answer();
+    let (mut together, mut each) = (tree.clone(), tree.clone());
+    r.redact_json(&mut together);
+    r.redact_json_each(&mut each);
+    assert_eq!(together, each, "both walks agree");
+    assert_eq!(together, tree, "the answer is clean");
+    let mut group = c.benchmark_group("redact list_models' answer (190 strings)");
+    group.bench_function("searched together", |b| {
+        b.iter_batched_ref(
+            || tree.clone(),
+            |t| r.redact_json(black_box(t)),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("each on its own", |b| {
+        b.iter_batched_ref(
+            || tree.clone(),
+            |t| r.redact_json_each(black_box(t)),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_tree);
 criterion_main!(benches);
