@@ -484,8 +484,9 @@ mod tests {
             &secrecy::SecretString::from("hf_abcdefghijklmnopqrstuvwxyz0123456789"),
         );
         let r = Redactor::new(known);
-        // Each string below but `status` and `RUNNING` holds a secret-name fragment (`as`,
-        // `k_`), so it is scanned; those two hold no literal and are passed over.
+        // `task`, `base-model`, `api_key` and the long string hold a secret-name fragment
+        // (`as`, `ke`), and the note an `hf_` token: each is searched alone. `status`,
+        // `RUNNING`, `note` and `long` hold no literal and are passed over.
         let long = format!("as{}", "x".repeat(CleanCache::MAX_LEN));
         let tree = || {
             serde_json::json!({
@@ -507,7 +508,7 @@ mod tests {
         for kept in ["task", "base-model", "api_key"] {
             assert!(set.contains(kept), "{kept}");
         }
-        for passed_over in ["status", "RUNNING"] {
+        for passed_over in ["status", "RUNNING", "note", "long"] {
             assert!(!set.contains(passed_over), "{passed_over}");
         }
         assert!(

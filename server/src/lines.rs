@@ -160,23 +160,24 @@ where
     }
 }
 
-/// The envelope of a `tools/call` request, nothing else in it.
+/// The envelope of a `tools/call` request, nothing else in it: `params` read as [`CallParams`],
+/// or kept as sent (`&RawValue`) for rmcp's reader of the request.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CallLine<'a> {
+struct CallLine<P> {
     #[allow(dead_code)] // checked ("2.0"), not used
     jsonrpc: JsonRpcVersion2_0,
     id: RequestId,
     #[allow(dead_code)] // checked ("tools/call"), not used
     method: CallToolRequestMethod,
-    #[serde(borrow)]
-    params: &'a RawValue,
+    params: P,
 }
 
 /// The `params` of a `tools/call` request holding a name, arguments and `_meta`, nothing else
-/// in it, each at most once: read straight into their types. rmcp reads `params` as `_meta`
-/// beside the rest of `params` flattened into [`CallToolRequestParams`], which first copies
-/// every member into a buffer of serde's own and then reads them from it.
+/// in it, each at most once: read straight into their types, in the same pass as the envelope
+/// (so serde_json's nesting limit counts from the line's top, as in rmcp's reader). rmcp reads
+/// `params` as `_meta` beside the rest of `params` flattened into [`CallToolRequestParams`],
+/// which first copies every member into a buffer of serde's own and then reads them from it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CallParams {
@@ -190,16 +191,19 @@ struct CallParams {
 /// A `tools/call` request read directly, as rmcp's reader reads it; `None` for any line not of
 /// exactly that shape (see the module's note), which rmcp's reader then reads.
 pub fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-    let call: CallLine = serde_json::from_slice(line).ok()?;
-    let params = call.params.get();
-    let request = match serde_json::from_str::<CallParams>(params) {
+    let (id, request) = match serde_json::from_slice::<CallLine<CallParams>>(line) {
         // As rmcp makes it: the name and arguments in the request's parameters, `_meta` in its
         // extensions (the parameters' own `meta` left empty: rmcp's reader takes `_meta` out
         // before it reads the rest).
-        Ok(CallParams {
-            name,
-            arguments,
-            meta,
+        Ok(CallLine {
+            id,
+            params:
+                CallParams {
+                    name,
+                    arguments,
+                    meta,
+                },
+            ..
         }) => {
             let mut params = CallToolRequestParams::new(name);
             params.arguments = arguments;
@@ -207,21 +211,23 @@ pub fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
             if let Some(meta) = meta {
                 request.extensions.insert(RequestMetaObject::from(meta));
             }
-            request
+            (id, request)
         }
         // Any other `params` (another member, one sent twice, a value of another type) by
         // rmcp's own reader of the request, from its two members: the method, and `params` as
-        // sent.
+        // sent (one level down from the top, as in the line).
         Err(_) => {
+            let call: CallLine<&RawValue> = serde_json::from_slice(line).ok()?;
+            let params = call.params.get();
             let mut request = String::with_capacity(params.len() + 33);
             request.push_str(r#"{"method":"tools/call","params":"#);
             request.push_str(params);
             request.push('}');
-            serde_json::from_str(&request).ok()?
+            (call.id, serde_json::from_str(&request).ok()?)
         }
     };
     Some(JsonRpcMessage::Request(JsonRpcRequest::new(
-        call.id,
+        id,
         ClientRequest::CallToolRequest(request),
     )))
 }
@@ -373,20 +379,85 @@ mod tests {
 
     #[test]
     fn a_tool_call_is_read_directly_as_rmcp_reads_it() {
-        for line in [
-            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_run","arguments":{"run_id":"r1"}}}"#,
-            r#"{"jsonrpc":"2.0","id":"a-7","method":"tools/call","params":{"name":"list_runs"}}"#,
-            r#"{"params":{"arguments":{"limit":20},"name":"list_runs"},"method":"tools/call","id":-3,"jsonrpc":"2.0"}"#,
-            r#"{"jsonrpc":"2.0","id":9223372036854775807,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p1","io.example/k":[1,2]}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"n\u00e9","arguments":{"a":{"b":[null,true,1.5e3,-0.0]}},"requestState":"s"}}"#,
-            "  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}\t\r",
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"k":1,"k":2}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","unknown":{"deep":[1]}}}"#,
+        // Each line, and whether its `params` are read straight into their type (only a name,
+        // arguments and `_meta`) or by rmcp's reader of the request.
+        for (line, straight) in [
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_run","arguments":{"run_id":"r1"}}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"a-7","method":"tools/call","params":{"name":"list_runs"}}"#,
+                true,
+            ),
+            (
+                r#"{"params":{"arguments":{"limit":20},"name":"list_runs"},"method":"tools/call","id":-3,"jsonrpc":"2.0"}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":9223372036854775807,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p1","io.example/k":[1,2]}}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"n\u00e9","arguments":{"a":{"b":[null,true,1.5e3,-0.0]}},"requestState":"s"}}"#,
+                false,
+            ),
+            (
+                "  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}\t\r",
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"k":1,"k":2}}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","unknown":{"deep":[1]}}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":null,"_meta":null}}"#,
+                true,
+            ),
             // names spelled with escapes, ids written as exponents
-            r#"{"jsonrpc":"2\u002e0","\u0069d":1e2,"\u006d\u0065thod":"tools/call","par\u0061ms":{"name":"x","\u005fmeta":{"progressToken":1}}}"#,
-            r#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"x","_meta":{}}}"#,
+            (
+                r#"{"jsonrpc":"2\u002e0","\u0069d":1e2,"\u006d\u0065thod":"tools/call","par\u0061ms":{"name":"x","\u005fmeta":{"progressToken":1}}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"name":"x","_meta":{}}}"#,
+                true,
+            ),
         ] {
             assert!(agree(line), "not taken directly: {line}");
+            let line = line.trim_matches([' ', '\t', '\r']);
+            assert_eq!(
+                serde_json::from_str::<CallLine<CallParams>>(line).is_ok(),
+                straight,
+                "{line}"
+            );
+        }
+    }
+
+    /// serde_json stops reading past 128 levels of nesting. Counted from the line's top, as rmcp's
+    /// reader counts them, whichever way `params` is read: a line rmcp refuses is never taken.
+    #[test]
+    fn nesting_is_limited_as_rmcp_limits_it() {
+        for depth in 120..=130 {
+            let deep = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+            for params in [
+                format!(r#"{{"name":"x","arguments":{{"a":{deep}}}}}"#),
+                format!(r#"{{"name":"x","_meta":{{"a":{deep}}}}}"#),
+                format!(r#"{{"name":"x","requestState":"s","arguments":{{"a":{deep}}}}}"#),
+            ] {
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#
+                );
+                let rmcp = matches!(
+                    rmcp_read(&mut JsonRpcMessageCodec::default(), line.as_bytes()),
+                    Ok(Some(_))
+                );
+                assert_eq!(agree(&line), rmcp, "depth {depth}: {params}");
+            }
         }
     }
 
