@@ -5,7 +5,10 @@
 #   scripts/bench.sh --quick    # a smoke run: few samples, no 1 GiB fetch
 #   scripts/bench.sh --no-fetch # skip fetch_traces
 #   scripts/bench.sh --before REV  # also build REV and report before/after columns (REV's
-#                                  # driver, and this driver built on REV's library)
+#                                  # driver, this driver built on REV's library, and both
+#                                  # servers over stdio sample by sample: --versus)
+#   scripts/bench.sh --before REV --pairs N  # then N alternating runs of each side's in-process
+#                                  # figures (--only operations), medians in target/bench/pairs.md
 #
 # It installs what it compares against (idempotent): the `prime` CLI 0.18.0 venv through
 # scripts/setup-interop.sh, and FastMCP 4.1.6 in its own venv .interop/bench-venv; builds the
@@ -25,14 +28,28 @@ interop="$root/.interop"
 # --before REV: build REV (a commit or branch of this repository) beside the working tree and
 # measure it in the same run, then write target/bench/compare.md with before/after columns.
 before=""
+pairs=""
+driver_on_before=""
 args=()
 while (($#)); do
   case "$1" in
     --before) before="${2:?--before needs a revision}"; shift 2 ;;
     --before=*) before="${1#--before=}"; shift ;;
+    --pairs) pairs="${2:?--pairs needs a number of pairs}"; shift 2 ;;
+    --pairs=*) pairs="${1#--pairs=}"; shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
+if [[ -n "$pairs" ]]; then
+  if [[ -z "$before" ]]; then
+    echo "bench: --pairs compares with a before tree: give --before REV too" >&2
+    exit 2
+  fi
+  if ! [[ "$pairs" =~ ^[1-9][0-9]?$ ]]; then
+    echo "bench: --pairs takes a number of pairs from 1 to 99, not '$pairs'" >&2
+    exit 2
+  fi
+fi
 
 echo "bench: load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPU(s)" >&2
 
@@ -101,7 +118,9 @@ if [[ -n "$before" ]]; then
   cp -r "$bdir/src" "$bdir/src-driver"
   rm -rf "$bdir/src-driver/bench"
   cp -r bench "$bdir/src-driver/bench"
+  driver_on_before=""
   if (cd "$bdir/src-driver" && CARGO_TARGET_DIR="$bdir/target" cargo build --release --quiet -p factory-bench --bin factory-bench); then
+    driver_on_before=1
     "$bdir/target/release/factory-bench" \
       --server "$bdir/target/release/factory-mcp" \
       --seed scripts/bench/seed.json \
@@ -135,7 +154,56 @@ target/release/factory-bench \
   "${args[@]}"
 
 if [[ -n "$before" ]]; then
+  # The two servers over stdio, sample by sample (A: before, B: after), in fresh launches:
+  # differences of a few µs that runs of each build one after the other cannot resolve.
+  target/release/factory-bench \
+    --server "$bdir/target/release/factory-mcp" \
+    --versus target/release/factory-mcp \
+    --seed scripts/bench/seed.json \
+    --scripts scripts/bench \
+    --out target/bench/versus > /dev/null
   python3 scripts/bench/compare.py target/bench/before target/bench target/criterion > target/bench/compare.md
-  cat target/bench/compare.md
-  echo "bench: wrote target/bench/compare.md (before: $rev)" >&2
+  cat target/bench/compare.md target/bench/versus/versus.md
+  echo "bench: wrote target/bench/compare.md and target/bench/versus/versus.md (before: $rev)" >&2
+fi
+
+# --pairs N: one run of each side is at the mercy of the host (on shared cores a figure swings
+# by tens of µs from one run of the same build to the next). Alternate N pairs of runs of the
+# in-process figures, both sides through this driver (on the before side built on the old
+# library, as in the `alone` run above), the order turned round every other pair (before then
+# after, after then before, …) so that whatever favours a pair's first or second run falls on
+# both sides alike; then report medians, ranges and how many pairs moved each way
+# (scripts/bench/pairs.py).
+if [[ -n "$pairs" ]]; then
+  if [[ -z "$driver_on_before" ]]; then
+    echo "bench: this driver does not build against $rev: no alternating pairs" >&2
+  else
+    rm -rf target/bench/pairs
+    mkdir -p target/bench/pairs
+    for ((i = 1; i <= pairs; i++)); do
+      echo "bench: pair $i of $pairs (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+      order=(before after)
+      ((i % 2)) || order=(after before)
+      for side in "${order[@]}"; do
+        if [[ "$side" == before ]]; then
+          "$bdir/target/release/factory-bench" \
+            --server "$bdir/target/release/factory-mcp" \
+            --seed scripts/bench/seed.json \
+            --scripts scripts/bench \
+            --out "target/bench/pairs/before-$i" \
+            --only operations > /dev/null
+        else
+          target/release/factory-bench \
+            --server target/release/factory-mcp \
+            --seed scripts/bench/seed.json \
+            --scripts scripts/bench \
+            --out "target/bench/pairs/after-$i" \
+            --only operations > /dev/null
+        fi
+      done
+    done
+    python3 scripts/bench/pairs.py target/bench/pairs > target/bench/pairs.md
+    cat target/bench/pairs.md
+    echo "bench: wrote target/bench/pairs.md ($pairs pairs, before: $rev)" >&2
+  fi
 fi

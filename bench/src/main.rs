@@ -15,6 +15,7 @@ mod procfs;
 mod stats;
 
 use std::{
+    collections::BTreeMap,
     path::{Path, PathBuf},
     process::Stdio,
     sync::{
@@ -28,7 +29,7 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use factory_sandbox::{ClockMode, Sandbox, SandboxHandle, SandboxOptions, SeedSource};
 use serde_json::{Value, json};
-use stats::{Budget, Summary, fmt_us, sample, sample_in_turn};
+use stats::{Budget, Call, Summary, fmt_us, sample, sample_in_turn};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// The seeded runs (`scripts/bench/seed.json`).
@@ -87,6 +88,17 @@ struct Args {
     spin: Option<String>,
     #[arg(long, default_value_t = 10)]
     spin_secs: u64,
+    /// Instead of the report: compare `--server` (A) with this other `factory-mcp` binary (B)
+    /// over stdio, sample by sample. Each operation is called on A and on B in turn, the order
+    /// turned round every round (A B, B A, …), so that a slow spell of the host falls on both
+    /// alike; in `--versus-launches` fresh launches of both (a process's memory layout moves its
+    /// figures for as long as it lives). Prints each side's p50 and CPU per call, and the
+    /// median of the paired differences (B − A) with its range over the launches; writes
+    /// versus.json to `--out`. Give the same binary twice for the method's own noise.
+    #[arg(long)]
+    versus: Option<PathBuf>,
+    #[arg(long, default_value_t = 4)]
+    versus_launches: usize,
 }
 
 impl Args {
@@ -261,6 +273,9 @@ async fn main() -> anyhow::Result<()> {
     let abs =
         |p: &Path| std::fs::canonicalize(p).with_context(|| format!("{} not found", p.display()));
     args.server = abs(&args.server)?;
+    if let Some(other) = &mut args.versus {
+        *other = abs(other)?;
+    }
     args.seed = abs(&args.seed)?;
     args.scripts = abs(&args.scripts)?;
     for path in [&mut args.prime, &mut args.fastmcp_python]
@@ -302,6 +317,11 @@ async fn main() -> anyhow::Result<()> {
         let dirs = [b.dir("home-spin")?, b.dir("ws-spin")?];
         let this = &b;
         let r = on_one_thread(|| this.spin(&name, dirs));
+        b.sandbox.shutdown().await;
+        return r;
+    }
+    if let Some(other) = b.args.versus.clone() {
+        let r = b.versus(&other).await;
         b.sandbox.shutdown().await;
         return r;
     }
@@ -422,6 +442,36 @@ async fn floor_side_by_side(
     Ok(())
 }
 
+/// One launch of `--versus` for one operation: the (A, B) pairs of call durations, and each
+/// server's CPU time per call over them.
+struct VersusLaunch {
+    pairs: Vec<(Duration, Duration)>,
+    cpu_a_us: Option<f64>,
+    cpu_b_us: Option<f64>,
+}
+
+/// A call of `op` on `client`, for [`sample_in_turn`].
+fn one_call<'a>(client: &'a mcp::Client, op: &'a Op) -> Call<'a> {
+    Box::new(move || {
+        Box::pin(async move { mcp::call(client, op.tool, &op.args).await.map(|_| ()) })
+    })
+}
+
+/// The median of `values` (the mean of the middle two of an even count); NaN for none.
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// The floor's HTTP client: pooled, as every platform client is.
 fn floor_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
@@ -513,15 +563,18 @@ impl Bench {
     }
 
     async fn stdio_server(&self, label: &str) -> anyhow::Result<(mcp::Child, PathBuf)> {
+        self.stdio_server_of(&self.args.server, label).await
+    }
+
+    /// [`Bench::stdio_server`] of the binary `server`.
+    async fn stdio_server_of(
+        &self,
+        server: &Path,
+        label: &str,
+    ) -> anyhow::Result<(mcp::Child, PathBuf)> {
         let home = self.dir(&format!("home-{label}"))?;
         let ws = self.dir(&format!("ws-{label}"))?;
-        let child = mcp::spawn_stdio(
-            &self.args.server,
-            &Self::serve_args(&ws),
-            &self.env(&home),
-            &ws,
-        )
-        .await?;
+        let child = mcp::spawn_stdio(server, &Self::serve_args(&ws), &self.env(&home), &ws).await?;
         Ok((child, ws))
     }
 
@@ -730,6 +783,177 @@ impl Bench {
             bail!("{}", String::from_utf8_lossy(&out.stderr));
         }
         Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    // ---- versus: two builds over stdio, sample by sample -------------------------------------
+
+    async fn versus(&mut self, other: &Path) -> anyhow::Result<()> {
+        let (a_bin, b_bin) = (self.args.server.clone(), other.to_path_buf());
+        let launches = self.args.versus_launches.max(1);
+        self.say(&format!(
+            "versus: A {} and B {} over stdio, {launches} launch(es)",
+            a_bin.display(),
+            b_bin.display()
+        ));
+        // Per operation, per launch: (A, B) samples in pairs, and each side's CPU per call.
+        let mut per_op: BTreeMap<&'static str, Vec<VersusLaunch>> = BTreeMap::new();
+        for launch in 0..launches {
+            // Which is started first is turned round too (in runs of one binary against
+            // itself, the one started first used 2–3 µs more CPU per get_run in every run).
+            let (a_label, b_label) = (format!("versus-a{launch}"), format!("versus-b{launch}"));
+            let (a, b) = if launch % 2 == 0 {
+                let a = self.stdio_server_of(&a_bin, &a_label).await?.0;
+                (a, self.stdio_server_of(&b_bin, &b_label).await?.0)
+            } else {
+                let b = self.stdio_server_of(&b_bin, &b_label).await?.0;
+                (self.stdio_server_of(&a_bin, &a_label).await?.0, b)
+            };
+            for op in ops() {
+                let (ca, cb) = (&a.client, &b.client);
+                let cpu0 = (procfs::cpu_ns(a.pid), procfs::cpu_ns(b.pid));
+                let [a1, b1, b2, a2] = sample_in_turn(
+                    self.budgets.tool,
+                    [
+                        one_call(ca, &op),
+                        one_call(cb, &op),
+                        one_call(cb, &op),
+                        one_call(ca, &op),
+                    ],
+                )
+                .await?;
+                let cpu1 = (procfs::cpu_ns(a.pid), procfs::cpu_ns(b.pid));
+                // Every call of the round is counted, the warm-up's too.
+                let calls = (2 * (a1.len() + self.budgets.tool.warmup)) as f64;
+                let cpu = |c0: Option<u64>, c1: Option<u64>| {
+                    c0.zip(c1)
+                        .map(|(x, y)| y.saturating_sub(x) as f64 / 1e3 / calls)
+                };
+                let pairs: Vec<(Duration, Duration)> = a1
+                    .iter()
+                    .zip(&b1)
+                    .chain(a2.iter().zip(&b2))
+                    .map(|(x, y)| (*x, *y))
+                    .collect();
+                per_op.entry(op.name).or_default().push(VersusLaunch {
+                    pairs,
+                    cpu_a_us: cpu(cpu0.0, cpu1.0),
+                    cpu_b_us: cpu(cpu0.1, cpu1.1),
+                });
+            }
+            a.client.cancel().await?;
+            b.client.cancel().await?;
+        }
+        self.versus_report(&a_bin, &b_bin, launches, &per_op)
+    }
+
+    fn versus_report(
+        &mut self,
+        a_bin: &Path,
+        b_bin: &Path,
+        launches: usize,
+        per_op: &BTreeMap<&'static str, Vec<VersusLaunch>>,
+    ) -> anyhow::Result<()> {
+        let machine_end = procfs::machine();
+        let mut rows = Vec::new();
+        let mut js = Vec::new();
+        for op in ops() {
+            let Some(ls) = per_op.get(op.name) else {
+                continue;
+            };
+            let us = |d: Duration| d.as_secs_f64() * 1e6;
+            // Each launch's medians, then the median and range of those over the launches.
+            let a: Vec<f64> = ls
+                .iter()
+                .map(|l| median(l.pairs.iter().map(|p| us(p.0))))
+                .collect();
+            let b: Vec<f64> = ls
+                .iter()
+                .map(|l| median(l.pairs.iter().map(|p| us(p.1))))
+                .collect();
+            let d: Vec<f64> = ls
+                .iter()
+                .map(|l| median(l.pairs.iter().map(|p| us(p.1) - us(p.0))))
+                .collect();
+            let ca: Vec<f64> = ls.iter().filter_map(|l| l.cpu_a_us).collect();
+            let cb: Vec<f64> = ls.iter().filter_map(|l| l.cpu_b_us).collect();
+            // The differences' range over the launches, and in how many B was the lower.
+            let range = |v: &[f64]| {
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let lower = v.iter().filter(|x| **x < 0.0).count();
+                format!("{lo:+.1} … {hi:+.1}; {lower} of {}", v.len())
+            };
+            let cpu_diff: Vec<f64> = ls
+                .iter()
+                .filter_map(|l| l.cpu_a_us.zip(l.cpu_b_us).map(|(x, y)| y - x))
+                .collect();
+            rows.push(format!(
+                "| {} | {} | {} | **{:+.1} µs** | {} | {} | {} | {} | {} |",
+                op.name,
+                fmt_us(median(a.iter().copied())),
+                fmt_us(median(b.iter().copied())),
+                median(d.iter().copied()),
+                range(&d),
+                if ca.is_empty() {
+                    "–".into()
+                } else {
+                    fmt_us(median(ca.iter().copied()))
+                },
+                if cb.is_empty() {
+                    "–".into()
+                } else {
+                    fmt_us(median(cb.iter().copied()))
+                },
+                if cpu_diff.is_empty() {
+                    "–".into()
+                } else {
+                    format!("{:+.1} µs", median(cpu_diff.iter().copied()))
+                },
+                if cpu_diff.is_empty() {
+                    "–".into()
+                } else {
+                    range(&cpu_diff)
+                },
+            ));
+            js.push(json!({
+                "op": op.name,
+                "a_p50_us": a, "b_p50_us": b,
+                "median_paired_diff_us": d,
+                "cpu_per_call_a_us": ca, "cpu_per_call_b_us": cb,
+                "pairs_per_launch": ls.iter().map(|l| l.pairs.len()).collect::<Vec<_>>(),
+            }));
+        }
+        let start = self
+            .results
+            .get("machine_at_start")
+            .cloned()
+            .unwrap_or_default();
+        let mut md = format!(
+            "# Two builds over stdio, sample by sample\n\nA: `{}`; B: `{}`. {launches} launch(es) of both; in each, every operation called on A and on B in turn, the order turned round every round, {} pairs per launch after {} warm-up calls of each. Load average {} at the start, {} at the end.\n\nPer launch: each side's median call, and the median of the pairs' differences (B − A); the table gives the median over the launches and, for the differences, their range. CPU per call: each server process's CPU time (`/proc/<pid>/task/*/schedstat`) over the operation's calls, per call.\n\n",
+            a_bin.display(),
+            b_bin.display(),
+            2 * self.budgets.tool.count,
+            2 * self.budgets.tool.warmup,
+            start["loadavg"].as_str().unwrap_or("?"),
+            machine_end["loadavg"].as_str().unwrap_or("?"),
+        );
+        md.push_str("| operation | A p50 | B p50 | B − A (paired, median) | over the launches; B lower in | A CPU/call | B CPU/call | B − A CPU/call | over the launches; B lower in |\n|---|---|---|---|---|---|---|---|---|\n");
+        for r in rows {
+            md.push_str(&r);
+            md.push('\n');
+        }
+        print!("{md}");
+        std::fs::write(self.args.out.join("versus.md"), &md)?;
+        let out = json!({
+            "a": a_bin, "b": b_bin, "launches": launches,
+            "machine_at_start": start, "machine_at_end": machine_end,
+            "operations": js,
+        });
+        std::fs::write(
+            self.args.out.join("versus.json"),
+            serde_json::to_string_pretty(&out)?,
+        )?;
+        Ok(())
     }
 
     // ---- spin: one operation in a loop, for a profiler ------------------------------------

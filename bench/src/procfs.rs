@@ -24,6 +24,24 @@ pub fn cpu_secs(pid: u32) -> Option<f64> {
     Some((utime + stime) / clock_ticks())
 }
 
+/// CPU time of all of `pid`'s threads so far, in nanoseconds: the sum of each thread's time on
+/// a CPU as the scheduler accounts it (`/proc/<pid>/task/*/schedstat`, first field), exact where
+/// [`cpu_secs`] counts in clock ticks. A thread that ended before the reading (or while it was
+/// taken) is not counted: `None` only when the process itself cannot be read.
+pub fn cpu_ns(pid: u32) -> Option<u64> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
 fn clock_ticks() -> f64 {
     // USER_HZ is 100 on every Linux architecture this runs on.
     100.0
