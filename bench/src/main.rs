@@ -448,6 +448,8 @@ struct VersusLaunch {
     pairs: Vec<(Duration, Duration)>,
     cpu_a_us: Option<f64>,
     cpu_b_us: Option<f64>,
+    /// Whether A was started before B in this launch.
+    a_first: bool,
 }
 
 /// A call of `op` on `client`, for [`sample_in_turn`].
@@ -800,6 +802,8 @@ impl Bench {
         for launch in 0..launches {
             // Which is started first is turned round too (in runs of one binary against
             // itself, the one started first used 2–3 µs more CPU per get_run in every run).
+            // A residue of it remained in two runs after (−0.7 µs a get_run, both ways):
+            // versus.json keeps each launch's order to check.
             let (a_label, b_label) = (format!("versus-a{launch}"), format!("versus-b{launch}"));
             let (a, b) = if launch % 2 == 0 {
                 let a = self.stdio_server_of(&a_bin, &a_label).await?.0;
@@ -822,11 +826,11 @@ impl Bench {
                 )
                 .await?;
                 let cpu1 = (procfs::cpu_ns(a.pid), procfs::cpu_ns(b.pid));
-                // Every call of the round is counted, the warm-up's too.
+                // Every call of the rounds is counted, the warm-up's too.
                 let calls = (2 * (a1.len() + self.budgets.tool.warmup)) as f64;
-                let cpu = |c0: Option<u64>, c1: Option<u64>| {
+                let cpu = |c0: Option<_>, c1: Option<_>| {
                     c0.zip(c1)
-                        .map(|(x, y)| y.saturating_sub(x) as f64 / 1e3 / calls)
+                        .map(|(x, y)| procfs::cpu_ns_between(&x, &y) as f64 / 1e3 / calls)
                 };
                 let pairs: Vec<(Duration, Duration)> = a1
                     .iter()
@@ -838,6 +842,7 @@ impl Bench {
                     pairs,
                     cpu_a_us: cpu(cpu0.0, cpu1.0),
                     cpu_b_us: cpu(cpu0.1, cpu1.1),
+                    a_first: launch % 2 == 0,
                 });
             }
             a.client.cancel().await?;
@@ -856,6 +861,7 @@ impl Bench {
         let machine_end = procfs::machine();
         let mut rows = Vec::new();
         let mut js = Vec::new();
+        let mut pairs_taken = Vec::new();
         for op in ops() {
             let Some(ls) = per_op.get(op.name) else {
                 continue;
@@ -921,7 +927,9 @@ impl Bench {
                 "median_paired_diff_us": d,
                 "cpu_per_call_a_us": ca, "cpu_per_call_b_us": cb,
                 "pairs_per_launch": ls.iter().map(|l| l.pairs.len()).collect::<Vec<_>>(),
+                "a_started_first": ls.iter().map(|l| l.a_first).collect::<Vec<_>>(),
             }));
+            pairs_taken.extend(ls.iter().map(|l| l.pairs.len()));
         }
         let start = self
             .results
@@ -929,10 +937,14 @@ impl Bench {
             .cloned()
             .unwrap_or_default();
         let mut md = format!(
-            "# Two builds over stdio, sample by sample\n\nA: `{}`; B: `{}`. {launches} launch(es) of both; in each, every operation called on A and on B in turn, the order turned round every round, {} pairs per launch after {} warm-up calls of each. Load average {} at the start, {} at the end.\n\nPer launch: each side's median call, and the median of the pairs' differences (B − A); the table gives the median over the launches and, for the differences, their range. CPU per call: each server process's CPU time (`/proc/<pid>/task/*/schedstat`) over the operation's calls, per call.\n\n",
+            "# Two builds over stdio, sample by sample\n\nA: `{}`; B: `{}`. {launches} launch(es) of both, which is started first turned round every launch; in each, every operation called on A and on B in turn, the order turned round every round, {} pairs per launch and operation after {} warm-up calls of each. Load average {} at the start, {} at the end.\n\nPer launch: each side's median call, and the median of the pairs' differences (B − A); the table gives the median over the launches and, for the differences, their range and in how many launches B was the lower. CPU per call: each server process's CPU time (`/proc/<pid>/task/*/schedstat`) over the operation's calls, warm-up included, per call.\n\n",
             a_bin.display(),
             b_bin.display(),
-            2 * self.budgets.tool.count,
+            match (pairs_taken.iter().min(), pairs_taken.iter().max()) {
+                (Some(lo), Some(hi)) if lo != hi => format!("{lo}–{hi}"),
+                (Some(n), _) => n.to_string(),
+                _ => "no".to_string(),
+            },
             2 * self.budgets.tool.warmup,
             start["loadavg"].as_str().unwrap_or("?"),
             machine_end["loadavg"].as_str().unwrap_or("?"),

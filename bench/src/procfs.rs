@@ -24,22 +24,43 @@ pub fn cpu_secs(pid: u32) -> Option<f64> {
     Some((utime + stime) / clock_ticks())
 }
 
-/// CPU time of all of `pid`'s threads so far, in nanoseconds: the sum of each thread's time on
-/// a CPU as the scheduler accounts it (`/proc/<pid>/task/*/schedstat`, first field), exact where
-/// [`cpu_secs`] counts in clock ticks. A thread that ended before the reading (or while it was
-/// taken) is not counted: `None` only when the process itself cannot be read.
-pub fn cpu_ns(pid: u32) -> Option<u64> {
-    let mut total = 0u64;
+/// CPU time of each of `pid`'s threads so far, in nanoseconds, by thread id: its time on a CPU
+/// as the scheduler accounts it (`/proc/<pid>/task/<tid>/schedstat`, first field), exact where
+/// [`cpu_secs`] counts in clock ticks. A thread gone while the reading is taken is left out;
+/// `None` when no thread of the process could be read (no such process, or a kernel without
+/// schedstats).
+pub fn cpu_ns(pid: u32) -> Option<std::collections::BTreeMap<u32, u64>> {
+    let mut threads = std::collections::BTreeMap::new();
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .flatten()
     {
-        let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
-            continue;
-        };
-        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+        let tid = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u32>().ok());
+        let ns = std::fs::read_to_string(task.path().join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
+        if let (Some(tid), Some(ns)) = (tid, ns) {
+            threads.insert(tid, ns);
+        }
     }
-    Some(total)
+    (!threads.is_empty()).then_some(threads)
+}
+
+/// The CPU time, in nanoseconds, `pid`'s threads used between two readings of [`cpu_ns`]: each
+/// thread's growth, a thread started since counted whole. A thread that ended between them is
+/// not counted at all (its time is gone from the second reading), so the figure is a lower
+/// bound when threads come and go.
+pub fn cpu_ns_between(
+    before: &std::collections::BTreeMap<u32, u64>,
+    after: &std::collections::BTreeMap<u32, u64>,
+) -> u64 {
+    after
+        .iter()
+        .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum()
 }
 
 fn clock_ticks() -> f64 {

@@ -58,7 +58,8 @@ def rmcp_share(row):
 
 
 def cold_start(results):
-    return ((results.get("cold_start") or {}).get("factory_mcp") or {}).get("cold_start", {}).get("p50_us")
+    return (((results.get("cold_start") or {}).get("factory_mcp") or {}).get("cold_start")
+            or {}).get("p50_us")
 
 
 def figures(results):
@@ -78,6 +79,14 @@ def us(v):
     return "–" if v is None else f"{v:.1f}"
 
 
+def load_1min(results, key):
+    """The 1-minute load average a run recorded at its start or end, or None."""
+    try:
+        return float(((results.get(key) or {}).get("loadavg") or "").split()[0])
+    except (IndexError, ValueError):
+        return None
+
+
 def main():
     pairs_dir = sys.argv[1]
     before, after = runs(pairs_dir, "before"), runs(pairs_dir, "after")
@@ -85,23 +94,31 @@ def main():
     if not both:
         print(f"pairs.py: no complete before/after pair in {pairs_dir}", file=sys.stderr)
         return 1
+    missing = sorted(i for i in set(before) | set(after) if i not in both)
     fb = [figures(before[i]) for i in both]
     fa = [figures(after[i]) for i in both]
-    loads = [r.get(k, {}).get("loadavg", "?").split()[0]
-             for i in both for r in (before[i], after[i])
-             for k in ("machine_at_start", "machine_at_end")]
-    out = [f"# Alternating runs: {len(both)} pair(s), before then after; medians [ranges] in µs\n",
-           f"Load average (1 min) at the start and end of each run: {min(loads)}–{max(loads)}.\n",
-           "| operation | figure | before | after | after − before | pairs where after is lower |",
-           "|---|---|---|---|---|---|"]
+    loads = [v for i in both for r in (before[i], after[i])
+             for v in (load_1min(r, "machine_at_start"), load_1min(r, "machine_at_end"))
+             if v is not None]
+    out = [f"# Alternating runs: {len(both)} pair(s), the order turned round every other pair; "
+           "medians [ranges] in µs\n"]
+    if loads:
+        out.append(f"Load average (1 min) at the start and end of each run: "
+                   f"{min(loads):.2f}–{max(loads):.2f}.\n")
+    if missing:
+        out.append(f"Left out, a side missing or unreadable: pair(s) {', '.join(map(str, missing))} "
+                   "(the order of the rest is no longer balanced).\n")
+    out += ["| operation | figure | before | after | after − before, paired (median) | pairs where after is lower |",
+            "|---|---|---|---|---|---|"]
     keys = [k for k in fa[0] if all(k in f for f in fa + fb)]
     for key in keys:
         xs = [f[key] for f in fb]
         ys = [f[key] for f in fa]
         mb, ma = statistics.median(xs), statistics.median(ys)
+        diff = statistics.median(y - x for x, y in zip(xs, ys))
         lower = sum(1 for x, y in zip(xs, ys) if y < x)
         out.append(f"| {key[0]} | {key[1]} | {us(mb)} [{us(min(xs))}–{us(max(xs))}] | "
-                   f"**{us(ma)}** [{us(min(ys))}–{us(max(ys))}] | {ma - mb:+.1f} | "
+                   f"**{us(ma)}** [{us(min(ys))}–{us(max(ys))}] | {diff:+.1f} | "
                    f"{lower} of {len(both)} |")
     print("\n".join(out))
     return 0
