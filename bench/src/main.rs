@@ -29,7 +29,7 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use factory_sandbox::{ClockMode, Sandbox, SandboxHandle, SandboxOptions, SeedSource};
 use serde_json::{Value, json};
-use stats::{Budget, Call, Summary, fmt_us, sample, sample_in_turn};
+use stats::{Budget, Call, Summary, fmt_us, median, sample, sample_in_turn};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// The seeded runs (`scripts/bench/seed.json`).
@@ -459,21 +459,6 @@ fn one_call<'a>(client: &'a mcp::Client, op: &'a Op) -> Call<'a> {
     })
 }
 
-/// The median of `values` (the mean of the middle two of an even count); NaN for none.
-fn median(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// The floor's HTTP client: pooled, as every platform client is.
 fn floor_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
@@ -893,6 +878,8 @@ impl Bench {
                 .iter()
                 .filter_map(|l| l.cpu_a_us.zip(l.cpu_b_us).map(|(x, y)| y - x))
                 .collect();
+            // A column over the launches, "–" where no launch gave a figure.
+            let med = |v: &[f64]| (!v.is_empty()).then(|| median(v.iter().copied()));
             rows.push(format!(
                 "| {} | {} | {} | **{:+.1} µs** | {} | {} | {} | {} | {} |",
                 op.name,
@@ -900,21 +887,9 @@ impl Bench {
                 fmt_us(median(b.iter().copied())),
                 median(d.iter().copied()),
                 range(&d),
-                if ca.is_empty() {
-                    "–".into()
-                } else {
-                    fmt_us(median(ca.iter().copied()))
-                },
-                if cb.is_empty() {
-                    "–".into()
-                } else {
-                    fmt_us(median(cb.iter().copied()))
-                },
-                if cpu_diff.is_empty() {
-                    "–".into()
-                } else {
-                    format!("{:+.1} µs", median(cpu_diff.iter().copied()))
-                },
+                med(&ca).map_or("–".into(), fmt_us),
+                med(&cb).map_or("–".into(), fmt_us),
+                med(&cpu_diff).map_or("–".into(), |x| format!("{x:+.1} µs")),
                 if cpu_diff.is_empty() {
                     "–".into()
                 } else {

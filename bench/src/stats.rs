@@ -85,6 +85,22 @@ where
     Ok(out)
 }
 
+/// The median of `values` (the mean of the middle two of an even count); NaN for none. For
+/// figures that may be negative (differences), where [`Summary::of`] takes durations.
+pub fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// `1234.5` µs as "1.23 ms", `12.3` as "12.3 µs", `2.5e6` as "2.50 s".
 pub fn fmt_us(us: f64) -> String {
     if us >= 1e6 {
