@@ -799,20 +799,27 @@ impl Bench {
             };
             for op in ops() {
                 let (ca, cb) = (&a.client, &b.client);
+                let mut turns = [
+                    one_call(ca, &op),
+                    one_call(cb, &op),
+                    one_call(cb, &op),
+                    one_call(ca, &op),
+                ];
+                // The CPU counters are read after the warm-up: they cover the timed calls only.
+                let budget = self.budgets.tool;
+                stats::warm_up(budget.warmup, &mut turns).await?;
                 let cpu0 = (procfs::cpu_ns(a.pid), procfs::cpu_ns(b.pid));
                 let [a1, b1, b2, a2] = sample_in_turn(
-                    self.budgets.tool,
-                    [
-                        one_call(ca, &op),
-                        one_call(cb, &op),
-                        one_call(cb, &op),
-                        one_call(ca, &op),
-                    ],
+                    Budget {
+                        warmup: 0,
+                        ..budget
+                    },
+                    turns,
                 )
                 .await?;
                 let cpu1 = (procfs::cpu_ns(a.pid), procfs::cpu_ns(b.pid));
-                // Every call of the rounds is counted, the warm-up's too.
-                let calls = (2 * (a1.len() + self.budgets.tool.warmup)) as f64;
+                // Each side took two calls a round.
+                let calls = (2 * a1.len()) as f64;
                 let cpu = |c0: Option<_>, c1: Option<_>| {
                     c0.zip(c1)
                         .map(|(x, y)| procfs::cpu_ns_between(&x, &y) as f64 / 1e3 / calls)
@@ -912,7 +919,7 @@ impl Bench {
             .cloned()
             .unwrap_or_default();
         let mut md = format!(
-            "# Two builds over stdio, sample by sample\n\nA: `{}`; B: `{}`. {launches} launch(es) of both, which is started first turned round every launch; in each, every operation called on A and on B in turn, the order turned round every round, {} pairs per launch and operation after {} warm-up calls of each. Load average {} at the start, {} at the end.\n\nPer launch: each side's median call, and the median of the pairs' differences (B − A); the table gives the median over the launches and, for the differences, their range and in how many launches B was the lower. CPU per call: each server process's CPU time (`/proc/<pid>/task/*/schedstat`) over the operation's calls, warm-up included, per call.\n\n",
+            "# Two builds over stdio, sample by sample\n\nA: `{}`; B: `{}`. {launches} launch(es) of both, which is started first turned round every launch; in each, every operation called on A and on B in turn, the order turned round every round, {} pairs per launch and operation after {} warm-up calls of each. Load average {} at the start, {} at the end.\n\nPer launch: each side's median call, and the median of the pairs' differences (B − A); the table gives the median over the launches and, for the differences, their range and in how many launches B was the lower. CPU per call: each server process's CPU time (`/proc/<pid>/task/*/schedstat`) over the operation's timed calls (read after the warm-up), per call.\n\n",
             a_bin.display(),
             b_bin.display(),
             match (pairs_taken.iter().min(), pairs_taken.iter().max()) {

@@ -116,6 +116,17 @@ pub fn fmt_us(us: f64) -> String {
 /// kinds can be taken in turn.
 pub type Call<'a> = Box<dyn FnMut() -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + 'a>> + 'a>;
 
+/// `rounds` rounds of `calls`, one of each per round, timed by no one: what [`sample_in_turn`]
+/// does before it takes samples, for a caller that reads a counter between the two.
+pub async fn warm_up(rounds: usize, calls: &mut [Call<'_>]) -> anyhow::Result<()> {
+    for _ in 0..rounds {
+        for call in calls.iter_mut() {
+            call().await?;
+        }
+    }
+    Ok(())
+}
+
 /// [`sample`] for several measurements taken in turn, one of each per round (after each one's
 /// warm-up), so that a slow spell of the machine falls on all of them alike rather than on
 /// whichever ran during it. Stops at `budget.count` rounds or `N` times `budget.max_time`.
@@ -123,11 +134,7 @@ pub async fn sample_in_turn<const N: usize>(
     budget: Budget,
     mut calls: [Call<'_>; N],
 ) -> anyhow::Result<[Vec<Duration>; N]> {
-    for _ in 0..budget.warmup {
-        for call in calls.iter_mut() {
-            call().await?;
-        }
-    }
+    warm_up(budget.warmup, &mut calls).await?;
     let deadline = Instant::now() + budget.max_time * N as u32;
     let mut out: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(budget.count));
     while out[0].len() < budget.count && Instant::now() < deadline {
