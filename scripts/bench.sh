@@ -118,7 +118,6 @@ if [[ -n "$before" ]]; then
   cp -r "$bdir/src" "$bdir/src-driver"
   rm -rf "$bdir/src-driver/bench"
   cp -r bench "$bdir/src-driver/bench"
-  driver_on_before=""
   if (cd "$bdir/src-driver" && CARGO_TARGET_DIR="$bdir/target" cargo build --release --quiet -p factory-bench --bin factory-bench); then
     driver_on_before=1
     "$bdir/target/release/factory-bench" \

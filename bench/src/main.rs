@@ -789,8 +789,9 @@ impl Bench {
             // itself, the one started first used 2–3 µs more CPU per get_run in every run).
             // A residue of it remained in two runs after (−0.7 µs a get_run, both ways):
             // versus.json keeps each launch's order to check.
+            let a_first = launch % 2 == 0;
             let (a_label, b_label) = (format!("versus-a{launch}"), format!("versus-b{launch}"));
-            let (a, b) = if launch % 2 == 0 {
+            let (a, b) = if a_first {
                 let a = self.stdio_server_of(&a_bin, &a_label).await?.0;
                 (a, self.stdio_server_of(&b_bin, &b_label).await?.0)
             } else {
@@ -834,7 +835,7 @@ impl Bench {
                     pairs,
                     cpu_a_us: cpu(cpu0.0, cpu1.0),
                     cpu_b_us: cpu(cpu0.1, cpu1.1),
-                    a_first: launch % 2 == 0,
+                    a_first,
                 });
             }
             a.client.cancel().await?;
