@@ -1,8 +1,9 @@
 //! Tracing to stderr only (stdout is the stdio protocol channel), through a writer that
 //! redacts every formatted event: each event is buffered whole, passed through the
 //! [`Redactor`], then written. ANSI colours are off so that no escape code can split a secret
-//! and hide it from redaction. Spans carry tool names and run ids ([`tool_span`]), never
-//! argument values.
+//! and hide it from redaction. A tool call runs in a `tool` span that carries the tool's name
+//! (`factory_tools::server`), so that what the call logs names its tool; no span carries an
+//! argument value.
 //!
 //! Filter: `FACTORY_MCP_LOG`, else `RUST_LOG`, else a level from the verbosity.
 
@@ -10,7 +11,6 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use factory_policies::redact::Redactor;
-use tracing::Span;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -124,16 +124,6 @@ pub fn init(verbosity: u8, redactor: Arc<Redactor>) -> Result<(), TryInitError> 
     subscriber(filter, redactor, io::stderr).try_init()
 }
 
-/// The span for one tool call: the tool's name, and the run id once known (record it with
-/// `span.record("run_id", id)`). Argument values never go in a span.
-pub fn tool_span(tool: &str, run_id: Option<&str>) -> Span {
-    let span = tracing::info_span!("tool", tool = %tool, run_id = tracing::field::Empty);
-    if let Some(id) = run_id {
-        span.record("run_id", tracing::field::display(id));
-    }
-    span
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,17 +192,6 @@ mod tests {
         assert_eq!(out.lines().count(), 3, "{out}");
         assert!(out.contains("[REDACTED]"));
         assert!(out.contains("retrying"));
-    }
-
-    #[test]
-    fn spans_carry_the_tool_name_and_run_id() {
-        let out = run_logged(|| {
-            let span = tool_span("get_run", Some("cm9x2k3l40001abcd1234efgh"));
-            let _entered = span.enter();
-            tracing::info!("done");
-        });
-        assert!(out.contains("tool=get_run"), "{out}");
-        assert!(out.contains("run_id=cm9x2k3l40001abcd1234efgh"), "{out}");
     }
 
     #[test]

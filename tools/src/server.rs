@@ -47,6 +47,11 @@ pub struct ServerTool<S> {
     pub spec: &'static ToolSpec,
     pub tool: Tool,
     handler: Handler<S>,
+    /// The `tool` span its calls run in where no span is current (the default log): made on the
+    /// first such call and entered by the later ones through a clone, which is a reference
+    /// count. Making, formatting and closing a span per call cost 3.9–6.5 µs of a small call in
+    /// the shipped binary (docs/BENCHMARKS.md, eighteenth pass).
+    span: std::sync::OnceLock<tracing::Span>,
     /// Generates the input schema from the argument type (what the embedded one must equal).
     #[cfg(test)]
     pub generate_input_schema: fn() -> Arc<rmcp::model::JsonObject>,
@@ -104,6 +109,7 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerTool<S> {
             spec,
             tool,
             handler,
+            span: std::sync::OnceLock::new(),
             #[cfg(test)]
             generate_input_schema: schema::input_schema::<A>,
         }
@@ -364,7 +370,19 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerHandler for FactoryServer<S> 
             }
         }
         let subject = caller.map(|c| Arc::<str>::from(c.subject));
-        let span = tracing::info_span!("tool", name = def.spec.name);
+        // Outside any span (the default log leaves out rmcp's `serve_inner`, one a session, or
+        // one a request when stateless) the tool's kept span is entered. It is made a root
+        // (`parent: None`, though no span is current here) so that nothing of the call that made
+        // it is kept. A span the filter left disabled stays disabled, rightly: the filter is
+        // fixed for the process's life. Inside a span (`FACTORY_MCP_LOG=info` keeps
+        // `serve_inner`) each call makes its own, so that its lines keep their parents.
+        let span = if tracing::Span::current().is_none() {
+            def.span
+                .get_or_init(|| tracing::info_span!(parent: None, "tool", name = def.spec.name))
+                .clone()
+        } else {
+            tracing::info_span!("tool", name = def.spec.name)
+        };
         let call = Call {
             arguments: serde_json::Value::Null,
             ctx: context,
@@ -420,4 +438,131 @@ fn mark_complete(
     *result_type = Some(ResultType::COMPLETE);
     *ttl_ms = modern.then_some(0);
     *cache_scope = modern.then_some(CacheScope::Public);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{catalogue, reply::Outcome};
+    use factory_policies::{
+        Policy, Redactor,
+        secret_guard::{KnownSecrets, SecretGuard},
+    };
+    use rmcp::ServiceExt as _;
+    use std::io::Write;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Lines {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lines").extend_from_slice(data);
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Counts the `tool` spans made.
+    struct ToolSpansMade(Arc<AtomicUsize>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ToolSpansMade {
+        fn on_new_span(
+            &self,
+            attrs: &tracing::span::Attributes<'_>,
+            _: &tracing::span::Id,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            if attrs.metadata().name() == "tool" {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A server whose `get_run` logs a warning, called twice by an rmcp client under `filter`:
+    /// the lines holding the warning, and how many `tool` spans were made.
+    fn two_calls_logged(filter: &str) -> (Vec<String>, usize) {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let made = Arc::new(AtomicUsize::new(0));
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::EnvFilter::new(filter))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .without_time()
+                    .with_writer(move || writer.clone()),
+            )
+            .with(ToolSpansMade(made.clone()));
+        let _default = tracing::subscriber::set_default(subscriber);
+        // One thread: the scoped subscriber is this thread's, and rmcp's tasks run on it.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let state = crate::AppState::new(
+            Err("no platform in this test".into()),
+            Policy::default(),
+            SecretGuard::new(KnownSecrets::new()),
+            Redactor::new(KnownSecrets::new()),
+            Err("no workspace in this test".into()),
+            false,
+        );
+        let tool = ServerTool::new(&catalogue::GET_RUN, |_, _: serde_json::Value, _| async {
+            tracing::warn!("a warning inside the call");
+            Ok(Outcome::done("done", ()))
+        });
+        let server = FactoryServer::new(Arc::new(state), vec![tool], |_| true, "");
+        rt.block_on(async move {
+            let (a, b) = tokio::io::duplex(1 << 16);
+            tokio::spawn(async move {
+                if let Ok(running) = server.serve(a).await {
+                    let _ = running.waiting().await;
+                }
+            });
+            let client = ().serve(b).await.expect("client connects");
+            for _ in 0..2 {
+                let params = rmcp::model::CallToolRequestParams::new("get_run");
+                let result = client.call_tool(params).await.expect("call");
+                assert_ne!(result.is_error, Some(true), "{result:?}");
+            }
+            let _ = client.cancel().await;
+        });
+        let text = String::from_utf8_lossy(&lines.0.lock().expect("lines")).into_owned();
+        let warnings = text
+            .lines()
+            .filter(|l| l.contains("a warning inside the call"))
+            .map(str::to_owned)
+            .collect();
+        (warnings, made.load(Ordering::Relaxed))
+    }
+
+    /// With rmcp's spans left out, as the default log does, both calls enter the one span made
+    /// for the tool, and each warning is named by it. With rmcp's spans in, each call makes its
+    /// own inside rmcp's, so that its lines keep their parents. (One test, the two filters in
+    /// turn: tracing caches a call site's interest, and two subscribers made at once could
+    /// leave one with the other's.)
+    #[test]
+    fn a_calls_warning_names_its_tool_and_keeps_its_parents() {
+        let (warnings, made) = two_calls_logged("warn,factory_tools=info,rmcp=warn");
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        for line in &warnings {
+            assert!(line.contains(r#"WARN tool{name="get_run"}: "#), "{line}");
+        }
+        assert_eq!(made, 1, "the tool's span was not kept for the second call");
+
+        let (warnings, made) = two_calls_logged("info");
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        for line in &warnings {
+            assert!(
+                line.contains(r#"serve_inner:tool{name="get_run"}: "#),
+                "{line}"
+            );
+        }
+        assert_eq!(made, 2, "a span was kept inside rmcp's");
+    }
 }
