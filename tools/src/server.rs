@@ -370,8 +370,8 @@ impl<S: HasRedactor + Send + Sync + 'static> ServerHandler for FactoryServer<S> 
             }
         }
         let subject = caller.map(|c| Arc::<str>::from(c.subject));
-        // Outside any span (the default log leaves out rmcp's `serve_inner`, one a session, or
-        // one a request when stateless) the tool's kept span is entered. It is made a root
+        // Outside any span (the default log leaves out rmcp's `serve_inner`, a span per session,
+        // or per request when stateless) the tool's kept span is entered. It is made a root
         // (`parent: None`, though no span is current here) so that nothing of the call that made
         // it is kept. A span the filter left disabled stays disabled, rightly: the filter is
         // fixed for the process's life. Inside a span (`FACTORY_MCP_LOG=info` keeps
