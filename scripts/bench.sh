@@ -118,7 +118,11 @@ if [[ -n "$before" ]]; then
   cp -r "$bdir/src" "$bdir/src-driver"
   rm -rf "$bdir/src-driver/bench"
   cp -r bench "$bdir/src-driver/bench"
-  if (cd "$bdir/src-driver" && CARGO_TARGET_DIR="$bdir/target" cargo build --release --quiet -p factory-bench --bin factory-bench); then
+  # A tree older than the line transport `serve` uses over stdio (server/src/lines.rs) served
+  # over rmcp's own: the driver's in-process servers do the same there (bench/Cargo.toml).
+  driver_features=()
+  [[ -f "$bdir/src-driver/server/src/lines.rs" ]] || driver_features=(--no-default-features)
+  if (cd "$bdir/src-driver" && CARGO_TARGET_DIR="$bdir/target" cargo build --release --quiet -p factory-bench --bin factory-bench "${driver_features[@]}"); then
     driver_on_before=1
     "$bdir/target/release/factory-bench" \
       --server "$bdir/target/release/factory-mcp" \

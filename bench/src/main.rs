@@ -1047,6 +1047,7 @@ impl Bench {
         ];
         let this = &*self;
         let (rows, js) = on_one_thread(|| this.overhead_rows(per_op, dirs))?;
+        let transport = mcp::SERVED_OVER;
         self.report.push_str(&format!(
             "\n## Tool-call overhead above the platform round trip\n\n\
              Floor: the exact request(s) the tool made (read from the sandbox's request log), made directly with reqwest. \
@@ -1057,7 +1058,7 @@ impl Bench {
              that one read, without rmcp's client-side parsing. \
              Echo: no server at all, a task answering each request line with the real answer under its id: what \
              the pipe and the raw client cost per call. Canned: rmcp's server answering the real answer, taken once, \
-             over the line transport `serve` uses, with no tool and no platform request. **Server's work**: server alone above the floor, less the echo. \
+             over {transport}, with no tool and no platform request. **Server's work**: server alone above the floor, less the echo. \
              The servers, the clients and the floor's client run on a runtime of one thread, as `serve` over stdio \
              does (the sandbox answers from the driver's own runtime, as a platform would from elsewhere). \
              All six (in process, raw client, canned, echo, the floor and the floor in the tool's order) are sampled in turn, one call of each per round. \

@@ -162,15 +162,24 @@ fn serve_in_process(
     Ok(client_io)
 }
 
+/// What the in-process servers are served over, as the report says it.
+#[cfg(feature = "line-transport")]
+pub const SERVED_OVER: &str = "the line transport `serve` uses";
+#[cfg(not(feature = "line-transport"))]
+pub const SERVED_OVER: &str =
+    "rmcp's own transport, as this tree's `serve` did (the driver built without `line-transport`)";
+
 /// Run `server` on `io` over the line transport `serve` uses over stdio, until the other end
-/// goes away.
+/// goes away. Built without the `line-transport` feature (`scripts/bench.sh --before` on a
+/// tree older than `server/src/lines.rs`), over rmcp's own, as that tree's `serve` did.
 fn serve_over_lines<S: rmcp::ServerHandler>(server: S, io: DuplexStream) {
     let (read, write) = tokio::io::split(io);
+    #[cfg(feature = "line-transport")]
+    let transport = factory_server::lines::LineTransport::new(read, write);
+    #[cfg(not(feature = "line-transport"))]
+    let transport = (read, write);
     tokio::spawn(async move {
-        if let Ok(running) = server
-            .serve(factory_server::lines::LineTransport::new(read, write))
-            .await
-        {
+        if let Ok(running) = server.serve(transport).await {
             let _ = running.waiting().await;
         }
     });
