@@ -15,8 +15,12 @@ in the medians. Identical builds on both sides (before = after) give the method'
 docs/BENCHMARKS.md has such a run.
 
 Prints Markdown: per operation, the server's work (server alone − floor − echo; list runs
-against the floor in the tool's order, where the run has it), rmcp's share (canned − echo) and
-the cold start, as medians with their ranges. Nothing here is asserted.
+against the floor in the tool's order, where the run has it; that order is this driver's, so an
+older tool that made the requests one after another is read on the line against the floor one by
+one), rmcp's share (canned − echo) and the cold start, as medians with their ranges. On a before
+tree older than the line transport (server/src/lines.rs) the before side's servers run over
+rmcp's own transport, as that tree's `serve` did, so rmcp's share is not like for like there.
+Nothing here is asserted.
 """
 import json
 import os
@@ -70,6 +74,10 @@ def figures(results):
         if not op:
             continue
         out[(op, "server's work")] = server_work(row)
+        if row.get("server_work_tool_order_p50_us") is not None:
+            # The order is this driver's tool's (the after side's): an older tool that made
+            # its requests one after another is judged against this floor instead.
+            out[(op, "server's work, floor one by one")] = row.get("server_work_p50_us")
         out[(op, "rmcp's share")] = rmcp_share(row)
     out[("cold start", "p50")] = cold_start(results)
     return {k: v for k, v in out.items() if v is not None}
