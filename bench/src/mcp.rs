@@ -239,7 +239,8 @@ impl RawClient {
     /// answer of the real server, read back by rmcp's client), making no platform request:
     /// what rmcp's server costs per call through the line transport `serve` uses
     /// (`factory_server::lines`; without the `line-transport` feature, rmcp's own) — its
-    /// framing, its per-request task, serialising the answer — with none of the tool's own work. Spoken to by hand, as [`RawClient::in_process`].
+    /// framing, its per-request task, serialising the answer — with none of the tool's own
+    /// work. Spoken to by hand, as [`RawClient::in_process`].
     pub async fn canned(answer: CallToolResult) -> anyhow::Result<RawClient> {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
         serve_over_lines(crate::canned::Canned::new(answer, Vec::new()), server_io);
