@@ -444,10 +444,6 @@ fn mark_complete(
 mod tests {
     use super::*;
     use crate::{catalogue, reply::Outcome};
-    use factory_policies::{
-        Policy, Redactor,
-        secret_guard::{KnownSecrets, SecretGuard},
-    };
     use rmcp::ServiceExt as _;
     use std::io::Write;
     use std::sync::Mutex;
@@ -504,14 +500,7 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime");
-        let state = crate::AppState::new(
-            Err("no platform in this test".into()),
-            Policy::default(),
-            SecretGuard::new(KnownSecrets::new()),
-            Redactor::new(KnownSecrets::new()),
-            Err("no workspace in this test".into()),
-            false,
-        );
+        let state = crate::AppState::without_platform(false);
         let tool = ServerTool::new(&catalogue::GET_RUN, |_, _: serde_json::Value, _| async {
             tracing::warn!("a warning inside the call");
             Ok(Outcome::done("done", ()))

@@ -457,6 +457,22 @@ pub fn platform_error(what: &str, e: &PlatformError) -> ToolError {
 }
 
 #[cfg(test)]
+impl AppState {
+    /// A state with no platform and no workspace, the default policy and no known secrets: for
+    /// the unit tests of what stands around the tools (the server, the approval page).
+    pub(crate) fn without_platform(sandbox: bool) -> Self {
+        AppState::new(
+            Err("no platform in this test".into()),
+            Policy::default(),
+            SecretGuard::new(KnownSecrets::new()),
+            Redactor::new(KnownSecrets::new()),
+            Err("no workspace in this test".into()),
+            sandbox,
+        )
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

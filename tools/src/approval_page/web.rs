@@ -338,23 +338,12 @@ mod tests {
     use std::sync::Arc;
 
     use chrono::Duration;
-    use factory_policies::{
-        KnownSecrets, Policy, Redactor, SecretGuard,
-        store::{PageTokenRecord, Store},
-    };
+    use factory_policies::store::{PageTokenRecord, Store};
 
     use super::*;
 
     fn state(store: Arc<Store>) -> AppState {
-        AppState::new(
-            Err("no platform in this test".into()),
-            Policy::default(),
-            SecretGuard::new(KnownSecrets::new()),
-            Redactor::new(KnownSecrets::new()),
-            Err("no workspace in this test".into()),
-            true,
-        )
-        .with_store(Ok(store))
+        AppState::without_platform(true).with_store(Ok(store))
     }
 
     /// A plan made at `made`, living `ttl`, with a page token minted at once (as `ask` does).
