@@ -77,8 +77,16 @@ pub fn quoted(text: &str, max_chars: usize) -> String {
     out
 }
 
-/// Whether `text` would pass through [`one_line`] unchanged (given room enough).
+/// Whether `text` would pass through [`one_line`] unchanged (given room enough). Text of
+/// printable ASCII alone (nearly every id, status and time a platform sends) is told by one
+/// pass over its bytes: no ASCII character is a format character, and every ASCII line break
+/// is a control.
 pub fn is_plain(text: &str) -> bool {
+    text.bytes().all(|b| (0x20..0x7f).contains(&b)) || plain_chars(text)
+}
+
+/// [`is_plain`] character by character.
+fn plain_chars(text: &str) -> bool {
     !text
         .chars()
         .any(|c| c.is_control() || is_format(c) || is_line_break(c))
@@ -87,6 +95,26 @@ pub fn is_plain(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn plain_ascii_is_told_as_each_character_tells_it(
+            text in "[ -~]{0,40}|[\\x00-\\x7f]{0,40}|\\PC{0,40}|.{0,40}",
+        ) {
+            prop_assert_eq!(is_plain(&text), plain_chars(&text));
+        }
+    }
+
+    #[test]
+    fn printable_ascii_is_plain_and_each_control_is_not() {
+        assert!(is_plain(" !~azAZ09{}\"\\"));
+        for b in (0u8..0x20).chain([0x7f]) {
+            let text = format!("ab{}cd", b as char);
+            assert!(!is_plain(&text), "{b:#x}");
+            assert_eq!(is_plain(&text), plain_chars(&text));
+        }
+    }
 
     #[test]
     fn escapes_newlines_and_bidi_are_neutralised_and_length_bounded() {
