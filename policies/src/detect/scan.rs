@@ -382,36 +382,28 @@ fn may_say_secret_quick(name: &str) -> bool {
 /// only applies to names holding `TOKEN`). The redactor's walk over an answer relies on this to
 /// skip both checks.
 pub(crate) fn may_say_secret(name: &str) -> bool {
-    // Most names (an answer's keys) fail the cheaper necessary condition: no window to shift.
+    // Most names (an answer's keys) fail the cheaper necessary condition: no copy is made.
     may_say_secret_quick(name) && holds_secret_word(name)
 }
 
 /// Whether the name, with `_`/`-` dropped and in upper case, holds one of the words of
-/// [`may_say_secret`]: `TOKEN`, `SECRET`, `PASS`, `CREDENTIAL` or `KEY`. The name is copied
-/// once (on the stack for a key's length), and each position is tried only for the word its
-/// byte begins. The redactor asks this of every key of an answer that passes
-/// [`may_say_secret_quick`] (`created_at`, `base_model`), once per value under it.
+/// [`may_say_secret`]: `TOKEN`, `SECRET`, `PASS`, `CREDENTIAL` or `KEY`. A name of a key's
+/// length is upper-cased once into a buffer on the stack, and each position is tried only for
+/// the word its byte begins; a longer one (a name taken from free text) goes through
+/// [`holds_secret_word_by_window`]. The redactor asks this, for every string of an answer,
+/// of the key it is under when the key passes [`may_say_secret_quick`] (`created_at`,
+/// `base_model`).
 fn holds_secret_word(name: &str) -> bool {
-    let mut stack = [0u8; 64];
-    let mut heap = Vec::new();
+    let mut upper = [0u8; 64];
+    if name.len() > upper.len() {
+        return holds_secret_word_by_window(name);
+    }
     let mut len = 0;
     for b in name.bytes().filter(|&b| b != b'_' && b != b'-') {
-        let b = b.to_ascii_uppercase();
-        if len < stack.len() {
-            stack[len] = b;
-        } else {
-            if heap.is_empty() {
-                heap.extend_from_slice(&stack);
-            }
-            heap.push(b);
-        }
+        upper[len] = b.to_ascii_uppercase();
         len += 1;
     }
-    let upper = if heap.is_empty() {
-        &stack[..len]
-    } else {
-        &heap[..]
-    };
+    let upper = &upper[..len];
     (0..upper.len()).any(|i| {
         let rest = &upper[i..];
         match rest[0] {
@@ -423,6 +415,30 @@ fn holds_secret_word(name: &str) -> bool {
             _ => false,
         }
     })
+}
+
+/// [`holds_secret_word`] for a name of any length, without a copy of it: a window of its last
+/// ten bytes (upper case, `_`/`-` dropped), shifted per byte and tried for every word. Also
+/// the property test's oracle for the short names.
+fn holds_secret_word_by_window(name: &str) -> bool {
+    const WORDS: [&[u8]; 5] = [b"TOKEN", b"SECRET", b"PASS", b"CREDENTIAL", b"KEY"];
+    let mut window = [0u8; 10];
+    let mut len = 0;
+    for b in name.bytes() {
+        if b == b'_' || b == b'-' {
+            continue;
+        }
+        window.copy_within(1.., 0);
+        window[9] = b.to_ascii_uppercase();
+        len = (len + 1).min(10);
+        if WORDS
+            .iter()
+            .any(|w| len >= w.len() && window[10 - w.len()..] == **w)
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// `NAME=VALUE` / `"name": "value"` assignments: the name must say secret and the value must
@@ -558,30 +574,6 @@ fn assignment_ranges_walk(text: &str, base: usize, out: &mut Vec<Range<usize>>) 
 
 #[cfg(test)]
 mod tests {
-    /// `holds_secret_word` as it was written first: a window of the name's last ten bytes
-    /// (upper case, `_`/`-` dropped), shifted per byte and tried for every word. The oracle of
-    /// the property test.
-    fn by_window(name: &str) -> bool {
-        const WORDS: [&[u8]; 5] = [b"TOKEN", b"SECRET", b"PASS", b"CREDENTIAL", b"KEY"];
-        let mut window = [0u8; 10];
-        let mut len = 0;
-        for b in name.bytes() {
-            if b == b'_' || b == b'-' {
-                continue;
-            }
-            window.copy_within(1.., 0);
-            window[9] = b.to_ascii_uppercase();
-            len = (len + 1).min(10);
-            if WORDS
-                .iter()
-                .any(|w| len >= w.len() && window[10 - w.len()..] == **w)
-            {
-                return true;
-            }
-        }
-        false
-    }
-
     use proptest::prelude::*;
 
     use super::*;
@@ -742,6 +734,30 @@ mod tests {
         assert!(hits >= cases.len(), "the cases hold hits ({hits})");
     }
 
+    #[test]
+    fn each_word_is_found_at_every_offset_around_the_buffer_s_length() {
+        for word in ["token", "SECRET", "Pass", "credential", "KEY"] {
+            for total in [5, 10, 63, 64, 65, 80] {
+                for at in [0, 1, 30, 54, 59, 60, 61, 62, 63, 64, 70] {
+                    if at + word.len() > total {
+                        continue;
+                    }
+                    let name = format!(
+                        "{}{word}{}",
+                        "x".repeat(at),
+                        "y".repeat(total - at - word.len())
+                    );
+                    assert!(holds_secret_word(&name), "{name}");
+                    assert!(holds_secret_word_by_window(&name), "{name}");
+                    // The same with separators, which neither counts.
+                    let spaced = name.replace('x', "x_");
+                    assert!(holds_secret_word(&spaced), "{spaced}");
+                }
+            }
+            assert!(!holds_secret_word(&"x".repeat(65)));
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2048))]
 
@@ -782,7 +798,7 @@ mod tests {
         fn the_secret_word_check_says_what_the_window_said(
             name in "[A-Za-z0-9_.-]{0,24}|[A-Za-z_.-]{0,4}(t_?o-?k_?e_?n|S_E-C_R_E_T|pa_s_s|KE_Y|c_r_e_d_e_n_t_i_a_l|c_r_e_d|y)[A-Za-z_.-]{0,4}|[A-Za-z_-]{60,70}(TOKEN|key)?|\\PC{0,80}",
         ) {
-            prop_assert_eq!(holds_secret_word(&name), by_window(&name), "{:?}", name);
+            prop_assert_eq!(holds_secret_word(&name), holds_secret_word_by_window(&name), "{:?}", name);
         }
 
         #[test]

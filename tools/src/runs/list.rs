@@ -107,14 +107,6 @@ impl RunSummary {
     }
 }
 
-/// The answer's JSON tree made from its own strings, moved, not copied: what
-/// `serde_json::to_value` makes of it (a test holds the two equal, keys in the same order), at
-/// less than the cost of copying every string of twenty runs into the tree and dropping the
-/// originals.
-trait IntoTree {
-    fn into_tree(self) -> Value;
-}
-
 /// `map[key] = value`, for a field that `Serialize` leaves out when it is `None`.
 fn put_some(map: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
     if let Some(v) = value {
@@ -122,36 +114,64 @@ fn put_some(map: &mut Map<String, Value>, key: &str, value: Option<impl Into<Val
     }
 }
 
-impl IntoTree for RunSummary {
+impl RunSummary {
+    /// The run's JSON tree made from its own strings, moved: what `serde_json::to_value` makes
+    /// of it (a test holds the two equal, keys in the same order), without copying each string
+    /// into the tree and dropping the original. Every field is named, so a field added to the
+    /// struct and not here does not compile.
     fn into_tree(self) -> Value {
+        let RunSummary {
+            id,
+            name,
+            status,
+            base_model,
+            max_steps,
+            gpu_count,
+            team_id,
+            user_id,
+            created_at,
+            completed_at,
+            error_message,
+        } = self;
         let mut m = Map::with_capacity(11);
-        m.insert("id".to_string(), self.id.into());
-        put_some(&mut m, "name", self.name);
-        m.insert("status".to_string(), self.status.into());
-        put_some(&mut m, "base_model", self.base_model);
-        put_some(&mut m, "max_steps", self.max_steps);
-        put_some(&mut m, "gpu_count", self.gpu_count);
-        put_some(&mut m, "team_id", self.team_id);
-        put_some(&mut m, "user_id", self.user_id);
-        m.insert("created_at".to_string(), self.created_at.into());
-        put_some(&mut m, "completed_at", self.completed_at);
-        put_some(&mut m, "error_message", self.error_message);
+        m.insert("id".to_string(), id.into());
+        put_some(&mut m, "name", name);
+        m.insert("status".to_string(), status.into());
+        put_some(&mut m, "base_model", base_model);
+        put_some(&mut m, "max_steps", max_steps);
+        put_some(&mut m, "gpu_count", gpu_count);
+        put_some(&mut m, "team_id", team_id);
+        put_some(&mut m, "user_id", user_id);
+        m.insert("created_at".to_string(), created_at.into());
+        put_some(&mut m, "completed_at", completed_at);
+        put_some(&mut m, "error_message", error_message);
         Value::Object(m)
     }
 }
 
-impl IntoTree for ListRunsOut {
+impl ListRunsOut {
+    /// The answer's JSON tree, its runs' strings moved ([`RunSummary::into_tree`]).
     fn into_tree(self) -> Value {
+        let ListRunsOut {
+            scope,
+            runs,
+            total,
+            page,
+            limit,
+            total_pages,
+            scanned,
+            scan_incomplete,
+        } = self;
         let mut m = Map::with_capacity(8);
-        m.insert("scope".to_string(), self.scope.into());
-        let runs = self.runs.into_iter().map(IntoTree::into_tree).collect();
+        m.insert("scope".to_string(), scope.into());
+        let runs = runs.into_iter().map(RunSummary::into_tree).collect();
         m.insert("runs".to_string(), Value::Array(runs));
-        m.insert("total".to_string(), self.total.into());
-        m.insert("page".to_string(), self.page.into());
-        m.insert("limit".to_string(), self.limit.into());
-        m.insert("total_pages".to_string(), self.total_pages.into());
-        m.insert("scanned".to_string(), self.scanned.into());
-        m.insert("scan_incomplete".to_string(), self.scan_incomplete.into());
+        m.insert("total".to_string(), total.into());
+        m.insert("page".to_string(), page.into());
+        m.insert("limit".to_string(), limit.into());
+        m.insert("total_pages".to_string(), total_pages.into());
+        m.insert("scanned".to_string(), scanned.into());
+        m.insert("scan_incomplete".to_string(), scan_incomplete.into());
         Value::Object(m)
     }
 }
