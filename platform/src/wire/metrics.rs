@@ -831,6 +831,52 @@ mod tests {
         }
     }
 
+    /// Platforms write a float in its shortest form (Python's `json` writes `repr`, as serde_json
+    /// writes a double): a record must read back the very double each names, so that a record
+    /// shown, and a file written from records, keep every digit sent. serde_json without its
+    /// `float_roundtrip` feature (the workspace turns it on) misreads about one such number in
+    /// eleven: these four among them.
+    #[test]
+    fn a_number_sent_in_its_shortest_form_reads_back_digit_for_digit() {
+        for sent in [
+            "911.6760726776201",
+            "1053.6973745956245",
+            "1710.1055920586393",
+            "1.7179387607739e-19",
+        ] {
+            let body = format!(r#"{{"metrics": [{{"step": 1, "loss": {sent}}}]}}"#);
+            let read = MetricsResponse::from_body(body.as_bytes()).unwrap();
+            let loss = read.metrics[0].fields().unwrap().values().next().unwrap().1;
+            assert_eq!(loss, Some(sent.parse::<f64>().unwrap()), "{sent}");
+            assert_eq!(read.metrics[0].to_value()["loss"].to_string(), sent);
+        }
+    }
+
+    /// Every finite double: normal, subnormal and both zeros, of either sign.
+    fn finite() -> proptest::num::f64::Any {
+        use proptest::num::f64::{NEGATIVE, NORMAL, POSITIVE, SUBNORMAL, ZERO};
+        POSITIVE | NEGATIVE | NORMAL | SUBNORMAL | ZERO
+    }
+
+    proptest::proptest! {
+        /// Any finite double, written in its shortest form, reads back as itself: from an
+        /// answer's body, read alone, and as a tree.
+        #[test]
+        fn every_double_reads_back_as_itself(x in finite()) {
+            let sent = serde_json::to_string(&x).unwrap();
+            let record = format!(r#"{{"step": 1, "x": {sent}}}"#);
+            let from_body = in_body(&record).unwrap();
+            let alone: MetricRecord = serde_json::from_str(&record).unwrap();
+            let tree: Value = serde_json::from_str(&record).unwrap();
+            for r in [from_body, alone] {
+                let got = r.fields().unwrap().values().next().unwrap().1.unwrap();
+                proptest::prop_assert_eq!(got.to_bits(), x.to_bits(), "{}", sent);
+            }
+            let in_tree = tree["x"].as_f64().unwrap();
+            proptest::prop_assert_eq!(in_tree.to_bits(), x.to_bits(), "{}", sent);
+        }
+    }
+
     #[test]
     fn records_compare_as_json() {
         let body = r#"{"metrics": [{"step": 1,  "reward": 0.5}, {"step":2,"reward":0.7}]}"#;
