@@ -7,6 +7,7 @@ use factory_platform::{LogComponent, LogsQuery, PlatformError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::log_record::{LogRecord, Shown};
 use super::log_tail;
 use crate::{
     error::ToolError,
@@ -401,31 +402,33 @@ pub(crate) struct Entry {
 /// control, bidi and invisible characters neutralised.
 pub(crate) fn render_line(raw: &str, component: &str) -> Entry {
     let body = strip_ansi(raw.trim_end());
+    let is_text = |field: &Option<Shown>| field.as_ref().and_then(Shown::as_str).is_some();
     let record = body
         .trim_start()
         .starts_with('{')
-        .then(|| serde_json::from_str::<serde_json::Value>(body.trim()).ok())
+        .then(|| LogRecord::read(body.trim()))
         .flatten()
-        .filter(|v| {
-            v.get("timestamp").is_some_and(|t| t.is_string())
-                && v.get("level").is_some_and(|l| l.is_string())
-        });
+        .filter(|r| is_text(&r.timestamp) && is_text(&r.level));
     let (text, progress, notable) = match record {
-        Some(v) => {
-            let time = v["timestamp"].as_str().map(clock_time).unwrap_or_default();
-            let level = v["level"].as_str().unwrap_or("");
-            let tag = v.get("tag").and_then(|t| t.as_str()).unwrap_or(component);
-            if v.get("type").and_then(|t| t.as_str()) == Some("progress") {
-                let of = match (v.get("step"), v.get("total")) {
+        Some(r) => {
+            let time = r
+                .timestamp
+                .as_ref()
+                .and_then(Shown::as_str)
+                .map(clock_time)
+                .unwrap_or_default();
+            let level = r.level.as_ref().and_then(Shown::as_str).unwrap_or("");
+            let tag = r.tag.as_ref().and_then(Shown::as_str).unwrap_or(component);
+            if r.kind.as_ref().and_then(Shown::as_str) == Some("progress") {
+                let of = match (&r.step, &r.total) {
                     (Some(s), Some(t)) => format!("step {s}/{t}"),
                     (Some(s), None) => format!("step {s}"),
                     _ => String::new(),
                 };
                 (format!("{time} PROGRESS [{tag}] {of}"), true, false)
             } else {
-                let message = match v.get("message") {
-                    Some(serde_json::Value::String(m)) => m.clone(),
-                    Some(other) => other.to_string(),
+                let message = match &r.message {
+                    Some(m) => m.as_str().map_or_else(|| m.to_string(), str::to_owned),
                     None => String::new(),
                 };
                 let mut line = format!("{time} {level} [{tag}] {message}");
@@ -433,7 +436,7 @@ pub(crate) fn render_line(raw: &str, component: &str) -> Entry {
                     level.to_ascii_uppercase().as_str(),
                     "WARNING" | "WARN" | "ERROR" | "CRITICAL"
                 );
-                if let Some(exc) = v.get("exception").and_then(|e| e.as_str())
+                if let Some(exc) = r.exception.as_ref().and_then(Shown::as_str)
                     && let Some(last) = exc.lines().rev().find(|l| !l.trim().is_empty())
                 {
                     line.push_str(" | exception: ");

@@ -7,6 +7,7 @@ mod checkpoints;
 mod diagnose;
 mod export;
 mod list;
+mod log_record;
 mod log_tail;
 mod logs;
 mod metrics;
