@@ -15,8 +15,8 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The first name of an object that serde_json's tree reads as the JSON its string holds (its
-/// `raw_value` feature, which the workspace turns on): a line that holds it is read as a tree.
+/// The name that, first in an object and as decoded, makes serde_json's tree read the object
+/// as the JSON its string holds (its `raw_value` feature, which the workspace turns on).
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// A field's value: a string as its text, anything else as its tree.
@@ -27,6 +27,7 @@ pub(crate) enum Shown<'a> {
 }
 
 impl Shown<'_> {
+    /// The text of a string, as a tree's `as_str` gives it.
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Shown::Str(s) => Some(s),
@@ -40,10 +41,11 @@ impl fmt::Display for Shown<'_> {
     /// As the value's tree displays: compact JSON, a string quoted and escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Shown::Str(s) => {
-                let json = serde_json::to_string(s.as_ref()).map_err(|_| fmt::Error)?;
-                f.write_str(&json)
-            }
+            // Serialising a str cannot fail.
+            Shown::Str(s) => match serde_json::to_string(s.as_ref()) {
+                Ok(json) => f.write_str(&json),
+                Err(_) => Ok(()),
+            },
             Shown::Tree(v) => write!(f, "{v}"),
         }
     }
@@ -68,23 +70,23 @@ impl<'a> LogRecord<'a> {
     /// not (not JSON, not an object, trailing text, a number out of range or a lone surrogate
     /// anywhere in it, nesting past serde_json's limit).
     pub(crate) fn read(line: &'a str) -> Option<LogRecord<'a>> {
-        if line.contains(RAW_VALUE_TOKEN) {
-            return match serde_json::from_str::<Value>(line).ok()? {
-                Value::Object(map) => {
-                    let mut record = LogRecord::default();
-                    for (name, value) in map {
-                        if let Some(slot) = record.slot(&name) {
-                            *slot = Some(Shown::Tree(value));
-                        }
-                    }
-                    Some(record)
-                }
-                _ => None,
-            };
-        }
         let mut de = serde_json::Deserializer::from_str(line);
         let record = de.deserialize_any(RecordVisitor).ok()??;
         de.end().ok()?;
+        Some(record)
+    }
+
+    /// The record a tree holds: its shown fields, when it is an object.
+    fn of_tree(tree: Value) -> Option<LogRecord<'a>> {
+        let Value::Object(map) = tree else {
+            return None;
+        };
+        let mut record = LogRecord::default();
+        for (name, value) in map {
+            if let Some(slot) = record.slot(&name) {
+                *slot = Some(Shown::Tree(value));
+            }
+        }
         Some(record)
     }
 
@@ -116,7 +118,16 @@ impl<'de> Visitor<'de> for RecordVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut record = LogRecord::default();
+        let mut first = true;
         while let Some(name) = map.next_key::<Shown<'de>>()? {
+            if std::mem::take(&mut first) && name.as_str() == Some(RAW_VALUE_TOKEN) {
+                // As serde_json's tree reads such an object: the value is the JSON its string
+                // holds, and no other field may follow (the reader's end of the object refuses
+                // one).
+                let inner: String = map.next_value()?;
+                let tree: Value = serde_json::from_str(&inner).map_err(de::Error::custom)?;
+                return Ok(LogRecord::of_tree(tree));
+            }
             match name.as_str().and_then(|n| record.slot(n)) {
                 Some(slot) => *slot = Some(map.next_value::<Shown<'de>>()?),
                 // Read as the tree reads it, so that what fails the tree fails here.
@@ -210,23 +221,39 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A shown field as an entry uses it: its text when it is a string, and how it displays.
+    type Seen = (Option<String>, String);
+
     /// The reference: the line read as a tree, each shown field as the tree holds it.
-    fn by_tree(line: &str) -> Option<Vec<(&'static str, Option<Value>)>> {
+    fn by_tree(line: &str) -> Option<Vec<(&'static str, Option<Seen>)>> {
         let Value::Object(map) = serde_json::from_str::<Value>(line).ok()? else {
             return None;
         };
-        Some(NAMES.iter().map(|&n| (n, map.get(n).cloned())).collect())
+        Some(
+            NAMES
+                .iter()
+                .map(|&n| {
+                    let seen = map
+                        .get(n)
+                        .map(|v| (v.as_str().map(str::to_owned), v.to_string()));
+                    (n, seen)
+                })
+                .collect(),
+        )
     }
 
     /// What [`LogRecord::read`] makes of the line, in the reference's terms.
-    fn by_record(line: &str) -> Option<Vec<(&'static str, Option<Value>)>> {
+    fn by_record(line: &str) -> Option<Vec<(&'static str, Option<Seen>)>> {
         let mut r = LogRecord::read(line)?;
         Some(
             NAMES
                 .iter()
                 .map(|&n| {
                     let shown = r.slot(n).and_then(Option::take);
-                    (n, shown.map(|s| serde_json::to_value(&s).unwrap()))
+                    (
+                        n,
+                        shown.map(|s| (s.as_str().map(str::to_owned), s.to_string())),
+                    )
                 })
                 .collect(),
         )
@@ -268,9 +295,25 @@ mod tests {
             assert_eq!(by_tree(line), None, "{line}");
             assert_eq!(LogRecord::read(line), None, "{line}");
         }
-        let deep = format!(r#"{{"x":{}{}}}"#, "[".repeat(127), "]".repeat(127));
-        assert!(serde_json::from_str::<Value>(&deep).is_err());
-        assert_eq!(LogRecord::read(&deep), None);
+    }
+
+    #[test]
+    fn nesting_is_limited_where_the_tree_limits_it() {
+        let mut limits = 0;
+        for name in ["x", "message", "step"] {
+            for depth in 120..132 {
+                let line = format!(
+                    r#"{{"level":"INFO","{name}":{}{}}}"#,
+                    "[".repeat(depth),
+                    "]".repeat(depth)
+                );
+                let tree = serde_json::from_str::<Value>(&line).is_ok();
+                assert_eq!(LogRecord::read(&line).is_some(), tree, "{name} at {depth}");
+                limits += usize::from(!tree);
+            }
+        }
+        // The limit falls inside the depths tried, under each name.
+        assert!((3..36).contains(&limits), "{limits}");
     }
 
     #[test]
@@ -283,13 +326,27 @@ mod tests {
     }
 
     #[test]
-    fn a_line_with_serde_jsons_raw_value_token_reads_as_its_tree() {
-        let line = format!(r#"{{"{RAW_VALUE_TOKEN}":"{{\"level\":\"INFO\"}}"}}"#);
-        assert_eq!(by_record(&line), by_tree(&line));
-        assert_eq!(
-            LogRecord::read(&line).unwrap().level.unwrap().as_str(),
-            Some("INFO")
-        );
+    fn a_line_led_by_serde_jsons_raw_value_token_reads_as_its_tree() {
+        let inner = r#""{\"timestamp\":\"t\",\"level\":\"ERROR\",\"message\":\"boom\"}""#;
+        let escaped = RAW_VALUE_TOKEN.replace('$', "\\u0024");
+        for token in [RAW_VALUE_TOKEN, escaped.as_str()] {
+            let line = format!(r#"{{"{token}":{inner}}}"#);
+            assert_eq!(by_record(&line), by_tree(&line), "{line}");
+            let r = LogRecord::read(&line).unwrap();
+            assert_eq!(r.level.unwrap().as_str(), Some("ERROR"), "{line}");
+            // Its value must be a string holding JSON, and no field may follow it.
+            for bad in [
+                format!(r#"{{"{token}":1,"level":"INFO"}}"#),
+                format!(r#"{{"{token}":{inner},"level":"INFO"}}"#),
+            ] {
+                assert_eq!(by_tree(&bad), None, "{bad}");
+                assert_eq!(LogRecord::read(&bad), None, "{bad}");
+            }
+            // Anywhere but first, it is a field like any other.
+            let later = format!(r#"{{"level":"INFO","{token}":1}}"#);
+            assert_eq!(by_record(&later), by_tree(&later), "{later}");
+            assert!(LogRecord::read(&later).is_some());
+        }
     }
 
     /// A JSON value as log lines hold them, and some that no log line holds.
@@ -307,6 +364,8 @@ mod tests {
             Just("18446744073709551616".to_string()),
             Just("true".to_string()),
             Just("null".to_string()),
+            Just(r#""{\"level\":\"INFO\",\"timestamp\":\"t\",\"step\":-0}""#.to_string()),
+            Just(r#""[1]""#.to_string()),
         ];
         leaf.prop_recursive(3, 12, 3, |inner| {
             prop_oneof![
@@ -339,6 +398,7 @@ mod tests {
             Just("t\\u0061g"),
             Just("other"),
             Just("$serde_json::private::RawValue"),
+            Just("\\u0024serde_json::private::RawValue"),
         ];
         (
             proptest::collection::vec((name, value()), 0..7),
