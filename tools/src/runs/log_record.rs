@@ -2,12 +2,11 @@
 //! over the line without building its tree.
 //!
 //! A tree of every JSON line shown cost a map, a key string per field and a hash of each: 4 %
-//! of the thread's samples in a profile of a 5 000-line tail (docs/BENCHMARKS.md,
-//! twenty-first pass). Here each
-//! shown field keeps only its value, a string borrowed from the line when it has no escape;
-//! any other field is still read as a tree and dropped, so that a line is a record exactly
-//! when serde_json reads it whole as a tree. A name sent twice keeps its last value, as the
-//! tree does. A property test holds the fields to the tree's on generated lines.
+//! of the thread's samples in a profile of a 5 000-line tail (docs/BENCHMARKS.md, twenty-first
+//! pass). Here each shown field keeps only its value, a string borrowed from the line when it
+//! has no escape; any other field is still read as a tree and dropped, so that a line is a
+//! record exactly when serde_json reads it whole as a tree. A name sent twice keeps its last
+//! value, as the tree does. A property test holds the fields to the tree's on generated lines.
 use std::borrow::Cow;
 use std::fmt;
 
