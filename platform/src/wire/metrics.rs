@@ -12,7 +12,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
-use super::null_default;
+use super::{RAW_VALUE_TOKEN, null_default};
 
 /// `GET /rft/runs/{id}/metrics`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -33,8 +33,8 @@ impl MetricsResponse {
     /// not hold (a number out of range, a lone surrogate escape, nesting past serde_json's
     /// limit, counted from the top of the answer as the tree counts it) fails the whole answer.
     /// Fields beside `metrics` are passed over unchecked, as the derived reader passes them,
-    /// and an answer led by serde_json's raw-value token (see `RAW_VALUE_TOKEN`) has no records
-    /// here, as it had none there.
+    /// and an answer led by serde_json's raw-value token (see [`RAW_VALUE_TOKEN`]) has no
+    /// records here, as it had none there.
     pub fn from_body(body: &[u8]) -> Option<MetricsResponse> {
         let text: Arc<str> = Arc::from(std::str::from_utf8(body).ok()?);
         let mut de = serde_json::Deserializer::from_str(&text);
@@ -341,10 +341,6 @@ impl<'de> Visitor<'de> for Records<'_> {
         Ok(out)
     }
 }
-
-/// The name serde_json's tree reads specially when it comes first in an object (its
-/// `raw_value` feature, which this workspace and axum turn on): see [`FieldSeed`].
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// Where `s` stands in `text`, when it is a slice of it.
 fn located(s: &str, text: Option<&str>) -> Text {

@@ -11,6 +11,12 @@ pub mod volumes;
 
 use serde::{Deserialize, Deserializer};
 
+/// The name serde_json's tree reads specially when it comes first in an object, as decoded
+/// (its `raw_value` feature, which this workspace and axum turn on): the object is read as the
+/// JSON its string holds. A reader that claims to read as the tree reads must do the same
+/// (`metrics::FieldSeed`, and `get_logs`' log records).
+pub const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
 /// Read `null` (or a missing field, with `#[serde(default)]`) as the type's default.
 pub(crate) fn null_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where

@@ -10,14 +10,11 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use factory_platform::wire::RAW_VALUE_TOKEN;
+use serde::Deserialize;
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// The name that, first in an object and as decoded, makes serde_json's tree read the object
-/// as the JSON its string holds (its `raw_value` feature, which the workspace turns on).
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// A field's value: a string as its text, anything else as its tree.
 #[derive(Debug, PartialEq)]
@@ -204,15 +201,6 @@ impl<'de> Visitor<'de> for ShownVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         Value::deserialize(MapAccessDeserializer::new(map)).map(Shown::Tree)
-    }
-}
-
-impl Serialize for Shown<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Shown::Str(text) => s.serialize_str(text),
-            Shown::Tree(v) => v.serialize(s),
-        }
     }
 }
 
